@@ -1,0 +1,466 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/heraldk8s/herald/sink"
+	"github.com/heraldk8s/herald/sink/sinktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+
+func event(name string, count int32) *v1.Event {
+	return &v1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "pod"},
+		Reason:         "Reason", Message: fmt.Sprintf("msg %d", count), Type: v1.EventTypeNormal,
+		Count: count, FirstTimestamp: metav1.NewTime(t0), LastTimestamp: metav1.NewTime(t0),
+	}
+}
+
+func patchFor(count int32) []byte {
+	return fmt.Appendf(nil, `{"count":%d,"message":"msg %d"}`, count, count)
+}
+
+type harness struct {
+	t     *testing.T
+	eng   *sink.Engine
+	sink  *sinktest.Sink
+	clock *clocktesting.FakeClock
+}
+
+func newHarness(t *testing.T, opts sink.Options) *harness {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	h := &harness{t: t, sink: sinktest.New(), clock: clocktesting.NewFakeClock(t0)}
+	if opts.Clock == nil {
+		opts.Clock = h.clock
+	}
+	if opts.QPS == 0 {
+		opts.QPS = -1
+	}
+	eng, err := sink.NewEngine(h.sink, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	eng.Start(ctx)
+	t.Cleanup(func() { eng.Stop() })
+	return h
+}
+
+// flush waits for the engine's barrier, failing the test after a bound.
+func (h *harness) flush() {
+	h.t.Helper()
+	select {
+	case <-h.eng.Barrier():
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("barrier not reached; stats %+v", h.eng.Stats())
+	}
+}
+
+// until polls cond (engine state changes on worker goroutines) with a bound.
+func (h *harness) until(what string, cond func(sink.Stats) bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond(h.eng.Stats()) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; stats %+v", what, h.eng.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestCreateThenPatch(t *testing.T) {
+	h := newHarness(t, sink.Options{})
+	h.eng.Add("k", event("e", 1), nil)
+	h.flush()
+	h.eng.Add("k", event("e", 2), patchFor(2))
+	h.flush()
+	got, ok := h.sink.Get("ns", "e")
+	if !ok || got.Count != 2 || got.Message != "msg 2" {
+		t.Fatalf("stored %+v", got)
+	}
+	if s := h.eng.Stats(); s.Created != 1 || s.Patched != 1 || s.Pending != 0 || s.InFlight != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestOnWrittenGetsServerEvent(t *testing.T) {
+	var got atomic.Pointer[v1.Event]
+	h := newHarness(t, sink.Options{OnWritten: func(ev *v1.Event) { got.Store(ev) }})
+	h.eng.Add("k", event("e", 1), nil)
+	h.flush()
+	if ev := got.Load(); ev == nil || ev.ResourceVersion == "" {
+		t.Fatalf("OnWritten got %+v", ev)
+	}
+}
+
+func TestCoalescesWhileWaiting(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	h := newHarness(t, sink.Options{Workers: 1})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		if ev.Name == "blocker" {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	})
+	h.eng.Add("blocker", event("blocker", 1), nil)
+	<-entered // the only worker is busy
+	h.eng.Add("k", event("e", 1), nil)
+	for i := int32(2); i <= 50; i++ {
+		h.eng.Add("k", event("e", i), patchFor(i))
+	}
+	close(release)
+	h.flush()
+	got, _ := h.sink.Get("ns", "e")
+	if got == nil || got.Count != 50 {
+		t.Fatalf("stored %+v", got)
+	}
+	s := h.eng.Stats()
+	if s.Created != 2 || s.Patched != 0 || s.Coalesced != 49 {
+		t.Fatalf("want one create carrying 50 events, got %+v", s)
+	}
+	if n := h.sink.Calls(sinktest.OpCreate) + h.sink.Calls(sinktest.OpPatch); n != 2 {
+		t.Fatalf("calls = %d, want 2", n)
+	}
+}
+
+func TestNoHeadOfLineBlocking(t *testing.T) {
+	h := newHarness(t, sink.Options{Workers: 2})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		if ev.Name == "bad" {
+			return apierrors.NewServiceUnavailable("down")
+		}
+		return nil
+	})
+	h.eng.Add("bad", event("bad", 1), nil)
+	h.until("first failure", func(s sink.Stats) bool { return s.Retried >= 1 })
+	for i := range 100 {
+		h.eng.Add(fmt.Sprint("good", i), event(fmt.Sprint("good", i), 1), nil)
+	}
+	h.until("good keys written", func(s sink.Stats) bool { return s.Created == 100 })
+	if s := h.eng.Stats(); s.Pending != 1 {
+		t.Fatalf("the failing key should wait alone: %+v", s)
+	}
+}
+
+func TestRetryBackoffAndRetryAfter(t *testing.T) {
+	var fail atomic.Int32
+	fail.Store(2)
+	h := newHarness(t, sink.Options{BaseDelay: time.Second, MaxDelay: 8 * time.Second})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		if fail.Add(-1) >= 0 {
+			return apierrors.NewTooManyRequests("slow down", 5)
+		}
+		return nil
+	})
+	h.eng.Add("k", event("e", 1), nil)
+	h.until("first failure", func(s sink.Stats) bool { return s.Retried == 1 })
+	h.clock.Step(4 * time.Second) // Retry-After is 5 s: no retry yet
+	if n := h.sink.Calls(sinktest.OpCreate); n != 1 {
+		t.Fatalf("retried before Retry-After: %d calls", n)
+	}
+	h.clock.Step(time.Second + time.Millisecond)
+	h.until("second failure", func(s sink.Stats) bool { return s.Retried == 2 })
+	h.clock.Step(5*time.Second + time.Millisecond)
+	h.until("written", func(s sink.Stats) bool { return s.Created == 1 })
+	if s := h.eng.Stats(); s.Pending != 0 || s.Retried != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestPatchNotFoundCreates(t *testing.T) {
+	h := newHarness(t, sink.Options{})
+	h.eng.Add("k", event("e", 1), nil)
+	h.flush()
+	h.sink.Delete("ns", "e")
+	h.eng.Add("k", event("e", 7), patchFor(7))
+	h.flush()
+	got, ok := h.sink.Get("ns", "e")
+	if !ok || got.Count != 7 {
+		t.Fatalf("stored %+v", got)
+	}
+	if s := h.eng.Stats(); s.Created != 2 || s.Patched != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestPermanentErrorsDropOnce(t *testing.T) {
+	gr := schema.GroupResource{Resource: "events"}
+	terminating := apierrors.NewForbidden(gr, "e", errors.New("namespace is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: v1.NamespaceTerminatingCause}}
+	cases := []struct {
+		err    error
+		reason sink.DropReason
+	}{
+		{apierrors.NewAlreadyExists(gr, "e"), sink.DropAlreadyExists},
+		{terminating, sink.DropNamespaceTerminating},
+		{apierrors.NewForbidden(gr, "e", errors.New("rbac")), sink.DropForbidden},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "e", nil), sink.DropRejected},
+		{apierrors.NewBadRequest("bad"), sink.DropRejected},
+	}
+	for _, c := range cases {
+		t.Run(string(c.reason)+"/"+fmt.Sprint(apierrors.ReasonForError(c.err)), func(t *testing.T) {
+			h := newHarness(t, sink.Options{})
+			h.sink.SetFault(func(context.Context, sinktest.Op, *v1.Event) error { return c.err })
+			h.eng.Add("k", event("e", 1), nil)
+			h.flush()
+			s := h.eng.Stats()
+			if s.Dropped.Get(c.reason) != 1 || s.Dropped.Total() != 1 || s.Retried != 0 {
+				t.Fatalf("stats %+v", s)
+			}
+			if n := h.sink.Calls(sinktest.OpCreate); n != 1 {
+				t.Fatalf("%d calls, want 1 (no retry)", n)
+			}
+		})
+	}
+}
+
+type nilSink struct{ sinktest.Sink }
+
+func (*nilSink) CreateContext(context.Context, *v1.Event) (*v1.Event, error) { return nil, nil }
+
+func TestBadResponseIsCountedNotACrash(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	eng, err := sink.NewEngine(&nilSink{}, sink.Options{QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start(ctx)
+	defer eng.Stop()
+	eng.Add("k", event("e", 1), nil)
+	<-eng.Barrier()
+	if s := eng.Stats(); s.Dropped.BadResponse != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	h := newHarness(t, sink.Options{MaxTries: 3, BaseDelay: time.Second, MaxDelay: time.Second})
+	h.sink.SetFault(func(context.Context, sinktest.Op, *v1.Event) error { return errors.New("connection reset") })
+	h.eng.Add("k", event("e", 1), nil)
+	for i := 1; i <= 2; i++ {
+		h.until("failure", func(s sink.Stats) bool { return s.Retried == int64(i) })
+		h.clock.Step(time.Second)
+	}
+	h.until("dropped", func(s sink.Stats) bool { return s.Dropped.RetriesExhausted == 1 })
+	if n := h.sink.Calls(sinktest.OpCreate); n != 3 {
+		t.Fatalf("%d tries, want 3", n)
+	}
+}
+
+func TestPendingCap(t *testing.T) {
+	release := make(chan struct{})
+	h := newHarness(t, sink.Options{Workers: 1, MaxPending: 3})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error { <-release; return nil })
+	for i := range 5 {
+		h.eng.Add(fmt.Sprint(i), event(fmt.Sprint(i), 1), nil)
+	}
+	// Repeats of a waiting key still coalesce when the engine is full.
+	if !h.eng.Add("2", event("2", 2), patchFor(2)) {
+		t.Fatal("repeat of a waiting key refused")
+	}
+	close(release)
+	h.flush()
+	s := h.eng.Stats()
+	if s.Dropped.PendingFull != 2 || s.Created != 3 || s.Coalesced != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestWriteRateLimit(t *testing.T) {
+	h := newHarness(t, sink.Options{QPS: 1, Burst: 1})
+	h.eng.Add("a", event("a", 1), nil)
+	h.eng.Add("b", event("b", 1), nil)
+	h.until("first write", func(s sink.Stats) bool { return s.Created == 1 })
+	if h.eng.Stats().Created != 1 {
+		t.Fatal("second write did not wait for a token")
+	}
+	h.clock.Step(time.Second)
+	h.until("second write", func(s sink.Stats) bool { return s.Created == 2 })
+}
+
+func TestStopAbandonsAndCountsLateAdds(t *testing.T) {
+	entered := make(chan struct{})
+	h := newHarness(t, sink.Options{Workers: 1})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		close(entered)
+		<-ctx.Done() // a request that hangs until cancelled
+		return ctx.Err()
+	})
+	h.eng.Add("a", event("a", 1), nil)
+	<-entered
+	h.eng.Add("b", event("b", 1), nil)
+	h.eng.Add("b", event("b", 2), patchFor(2))
+	if n := h.eng.Stop(); n != 3 {
+		t.Fatalf("Stop abandoned %d, want 3", n)
+	}
+	if h.eng.Add("c", event("c", 1), nil) {
+		t.Fatal("Add after Stop accepted")
+	}
+	select {
+	case <-h.eng.Barrier():
+	default:
+		t.Fatal("barrier after Stop must be immediate")
+	}
+	if s := h.eng.Stats(); s.Abandoned != 4 || s.Pending != 0 || s.InFlight != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestOneWriterPerKey(t *testing.T) {
+	var mu sync.Mutex
+	active := map[string]int{}
+	var overlap atomic.Bool
+	h := newHarness(t, sink.Options{Workers: 8})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		mu.Lock()
+		active[ev.Name]++
+		if active[ev.Name] > 1 {
+			overlap.Store(true)
+		}
+		mu.Unlock()
+		time.Sleep(50 * time.Microsecond) // widen the window for an overlap
+		mu.Lock()
+		active[ev.Name]--
+		mu.Unlock()
+		return nil
+	})
+	for i := int32(1); i <= 2000; i++ {
+		k := fmt.Sprint(i % 4)
+		var p []byte
+		if i > 4 {
+			p = patchFor(i)
+		}
+		h.eng.Add(k, event(k, i), p)
+	}
+	h.flush()
+	if overlap.Load() {
+		t.Fatal("two workers wrote one key at once")
+	}
+	for _, ev := range h.sink.Events() {
+		if ev.Count < 1997 {
+			t.Fatalf("%s stored count %d: the latest state was not written last", ev.Name, ev.Count)
+		}
+	}
+}
+
+// TestAccountingIdentity adds random workloads against a sink with random
+// faults and checks that every event ends in exactly one bucket.
+func TestAccountingIdentity(t *testing.T) {
+	for seed := range uint64(5) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 1))
+			var rmu sync.Mutex
+			h := newHarness(t, sink.Options{Workers: 3, MaxTries: 3, MaxPending: 20, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+			h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+				rmu.Lock()
+				x := r.IntN(10)
+				rmu.Unlock()
+				switch x {
+				case 0:
+					return apierrors.NewInternalError(errors.New("boom"))
+				case 1:
+					return errors.New("connection refused")
+				case 2:
+					return apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, ev.Name, errors.New("no"))
+				}
+				return nil
+			})
+			var added int64
+			counts := map[string]int32{}
+			for range 500 {
+				rmu.Lock()
+				k := fmt.Sprint(r.IntN(40))
+				rmu.Unlock()
+				counts[k]++
+				var p []byte
+				if counts[k] > 1 {
+					p = patchFor(counts[k])
+				}
+				h.eng.Add(k, event(k, counts[k]), p)
+				added++
+			}
+			// Let retries run out by stepping the fake clock.
+			deadline := time.Now().Add(10 * time.Second)
+			for s := h.eng.Stats(); s.Pending+s.InFlight > 0; s = h.eng.Stats() {
+				if time.Now().After(deadline) {
+					break
+				}
+				h.clock.Step(time.Millisecond)
+				time.Sleep(100 * time.Microsecond)
+			}
+			h.eng.Stop()
+			s := h.eng.Stats()
+			sum := s.Created + s.Patched + s.Coalesced + s.Dropped.Total() + s.Abandoned + s.Pending + s.InFlight
+			if sum != added {
+				t.Fatalf("added %d, accounted %d: %+v", added, sum, s)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	gr := schema.GroupResource{Resource: "events"}
+	cases := []struct {
+		name     string
+		err      error
+		patching bool
+		class    sink.Class
+		reason   sink.DropReason
+		after    time.Duration
+	}{
+		{"transport", errors.New("dial tcp: connection refused"), false, sink.Retry, "", 0},
+		{"deadline", context.DeadlineExceeded, false, sink.Retry, "", 0},
+		{"500", apierrors.NewInternalError(errors.New("x")), false, sink.Retry, "", 0},
+		{"503", apierrors.NewServiceUnavailable("x"), false, sink.Retry, "", 0},
+		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), false, sink.Retry, "", 7 * time.Second},
+		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), false, sink.Retry, "", 2 * time.Second},
+		{"patch 404", apierrors.NewNotFound(gr, "e"), true, sink.CreateInstead, "", 0},
+		{"create 404", apierrors.NewNotFound(gr, "e"), false, sink.Drop, sink.DropRejected, 0},
+		{"409 exists", apierrors.NewAlreadyExists(gr, "e"), false, sink.Drop, sink.DropAlreadyExists, 0},
+		{"403", apierrors.NewForbidden(gr, "e", errors.New("x")), false, sink.Drop, sink.DropForbidden, 0},
+		{"422", apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "e", nil), false, sink.Drop, sink.DropRejected, 0},
+		{"413", apierrors.NewRequestEntityTooLargeError("x"), false, sink.Drop, sink.DropRejected, 0},
+		{"bad response", sink.ErrBadResponse, false, sink.Drop, sink.DropBadResponse, 0},
+		{"generic 504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "post", gr, "e", "", 3, true), false, sink.Retry, "", 3 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := sink.Classify(c.err, c.patching)
+			if got.Class != c.class || got.Reason != c.reason || got.RetryAfter != c.after {
+				t.Fatalf("Classify(%v) = %+v (%s)", c.err, got, got)
+			}
+		})
+	}
+}
+
+func TestNewEngineRejectsBadConfig(t *testing.T) {
+	if _, err := sink.NewEngine(nil, sink.Options{}); err == nil {
+		t.Fatal("nil sink accepted")
+	}
+	if _, err := sink.NewEngine(sinktest.New(), sink.Options{Workers: -1}); err == nil {
+		t.Fatal("negative workers accepted")
+	}
+}

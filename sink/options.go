@@ -1,0 +1,87 @@
+package sink
+
+import (
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of [Options]. A zero field in Options means its default.
+const (
+	DefaultWorkers        = 4
+	DefaultQPS            = 50
+	DefaultBurst          = 100
+	DefaultMaxTries       = 12 // client-go's maxTriesPerEvent
+	DefaultMaxPending     = 10000
+	DefaultBaseDelay      = 500 * time.Millisecond
+	DefaultMaxDelay       = 10 * time.Second // client-go's sleep between tries
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// Options tunes an [Engine]. The zero value is valid and means every default.
+type Options struct {
+	// Workers is the number of goroutines writing to the sink. Default 4.
+	Workers int
+	// QPS and Burst size the engine's own token bucket, shared by all its
+	// writes (retries included). Defaults 50 and 100. A negative QPS turns
+	// the bucket off.
+	QPS   float64
+	Burst int
+	// MaxTries is how many times one key is tried in a row before its
+	// waiting events are dropped as retries_exhausted. Default 12.
+	MaxTries int
+	// MaxPending caps the distinct keys waiting to be written. Default 10000.
+	MaxPending int
+	// BaseDelay and MaxDelay bound the per-key exponential backoff: the
+	// n-th retry waits a random time in [d/2, d] with d = BaseDelay·2^(n-1)
+	// capped at MaxDelay. A Retry-After from the server is honoured when it
+	// is longer. Defaults 500 ms and 10 s.
+	BaseDelay, MaxDelay time.Duration
+	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
+	RequestTimeout time.Duration
+	// Clock drives backoff, the token bucket and timeouts. Default: the real clock.
+	Clock clock.WithTicker
+	// OnWritten, if set, is called with the event the API server returned
+	// after each successful write, from the worker goroutine, outside the
+	// engine's locks. record uses it to feed the correlator (UpdateState).
+	OnWritten func(*v1.Event)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Workers < 0 || o.Burst < 0 || o.MaxTries < 0 || o.MaxPending < 0 || o.BaseDelay < 0 || o.MaxDelay < 0 || o.RequestTimeout < 0 {
+		return o, errors.New("sink: negative option")
+	}
+	if o.Workers == 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.QPS == 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst == 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.MaxTries == 0 {
+		o.MaxTries = DefaultMaxTries
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.BaseDelay == 0 {
+		o.BaseDelay = DefaultBaseDelay
+	}
+	if o.MaxDelay == 0 {
+		o.MaxDelay = DefaultMaxDelay
+	}
+	if o.BaseDelay > o.MaxDelay {
+		o.BaseDelay = o.MaxDelay
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o, nil
+}
