@@ -1,0 +1,212 @@
+package watch_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/heraldk8s/herald/watch"
+)
+
+// roomy registers a watcher whose channel has room for n events whatever the
+// broadcaster's queueLength: it asks for a prefix of n placeholders and reads
+// them off again.
+func roomy(t testing.TB, b *watch.Broadcaster, n int) apiwatch.Interface {
+	t.Helper()
+	prefix := make([]apiwatch.Event, n)
+	for i := range prefix {
+		prefix[i] = apiwatch.Event{Type: apiwatch.Added, Object: &num{-100}}
+	}
+	w, err := b.WatchWithPrefix(prefix)
+	if err != nil {
+		t.Fatalf("WatchWithPrefix: %v", err)
+	}
+	for range n {
+		<-w.ResultChan()
+	}
+	return w
+}
+
+func TestMarkWaitsForFullWatcherUnderDrop(t *testing.T) {
+	b := watch.NewBroadcaster(2, watch.DropIfChannelFull)
+	w1, w2 := mustWatch(t, b), mustWatch(t, b)
+	reader := roomy(t, b, 10) // registered last: tells how far the loop got
+	for i := range 5 {
+		act(t, b, i)
+	}
+	if got, want := []string{recv(t, reader), recv(t, reader), recv(t, reader), recv(t, reader), recv(t, reader)}, span(0, 4); !slices.Equal(got, want) {
+		t.Fatalf("reader got %v, want %v", got, want)
+	}
+	// The loop has offered 0..4 to w1 and w2: each holds 0, 1 and dropped
+	// 2, 3, 4. The mark must wait for room instead of being dropped.
+	if err := b.Mark(background(), &mark{1}); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	want := []string{"0", "1", "m1"}
+	if got := []string{recv(t, w1), recv(t, w1), recv(t, w1)}; !slices.Equal(got, want) {
+		t.Errorf("w1 got %v, want %v", got, want)
+	}
+	if got := []string{recv(t, w2), recv(t, w2), recv(t, w2)}; !slices.Equal(got, want) {
+		t.Errorf("w2 got %v, want %v", got, want)
+	}
+	if got := recv(t, reader); got != "m1" {
+		t.Errorf("reader got %s, want m1", got)
+	}
+	for i, w := range []*watch.Watcher{w1, w2} {
+		if got := w.Dropped(); got != 3 {
+			t.Errorf("w%d.Dropped() = %d, want 3", i+1, got)
+		}
+	}
+	if got := b.Stats().WatcherDropped; got != 6 {
+		t.Errorf("Stats().WatcherDropped = %d, want 6", got)
+	}
+	b.Shutdown()
+	for i, w := range []apiwatch.Interface{w1, w2, reader} {
+		if got := drain(t, w); len(got) != 0 {
+			t.Errorf("watcher %d got %v after the mark, want nothing", i, got)
+		}
+	}
+}
+
+func TestMarkOrderedBehindQueuedEvents(t *testing.T) {
+	// Whatever the loop drops, a watcher receives the mark after every
+	// event queued before it that it receives at all, and the events it
+	// missed are counted.
+	const events = 200
+	b := watch.NewBroadcaster(3, watch.DropIfChannelFull)
+	ws := []*watch.Watcher{mustWatch(t, b), mustWatch(t, b)}
+	got := []func() []string{untilMark(t, ws[0]), untilMark(t, ws[1])}
+	for i := range events {
+		if _, err := b.ActionOrDrop(apiwatch.Added, &num{i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Mark(background(), &mark{1}); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	defer b.Shutdown()
+	queued := uint64(events) - b.Stats().Dropped
+	for i, w := range ws {
+		g := got[i]()
+		if len(g) == 0 || g[len(g)-1] != "m1" {
+			t.Errorf("watcher %d: mark is not last: %v", i, g)
+			continue
+		}
+		if n := uint64(len(g)-1) + w.Dropped(); n != queued {
+			t.Errorf("watcher %d: %d received + %d dropped, want %d queued", i, len(g)-1, w.Dropped(), queued)
+		}
+	}
+}
+
+// untilMark reads w in a goroutine up to and including the first mark; the
+// returned function waits for that and returns what was read.
+func untilMark(t testing.TB, w apiwatch.Interface) func() []string {
+	t.Helper()
+	done := make(chan []string, 1)
+	go func() {
+		var got []string
+		for ev := range w.ResultChan() {
+			got = append(got, label(t, ev))
+			if _, ok := ev.Object.(*mark); ok {
+				break
+			}
+		}
+		done <- got
+	}()
+	return func() []string {
+		t.Helper()
+		select {
+		case got := <-done:
+			return got
+		case <-time.After(guard):
+			t.Fatalf("no mark within %v", guard)
+			return nil
+		}
+	}
+}
+
+func TestMarkWaitEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(b *watch.Broadcaster, slow *watch.Watcher, cancel func()) // ends the mark's wait for slow
+	}{
+		{"context canceled", func(_ *watch.Broadcaster, _ *watch.Watcher, cancel func()) { cancel() }},
+		{"watcher stopped", func(_ *watch.Broadcaster, slow *watch.Watcher, _ func()) { slow.Stop() }},
+		{"shutdown", func(b *watch.Broadcaster, _ *watch.Watcher, _ func()) { go b.Shutdown() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
+			slow := mustWatch(t, b)
+			reader := roomy(t, b, 10)
+			act(t, b, 0)
+			if got := recv(t, reader); got != "0" {
+				t.Fatalf("reader got %s, want 0", got)
+			}
+			// slow is full; the loop waits there with the mark.
+			ctx, cancel := context.WithCancel(background())
+			defer cancel()
+			if err := b.Mark(ctx, &mark{1}); err != nil {
+				t.Fatalf("Mark: %v", err)
+			}
+			tc.end(b, slow, cancel)
+			// The loop went on past slow without the mark.
+			if got := recv(t, reader); got != "m1" {
+				t.Fatalf("reader got %s, want m1", got)
+			}
+			b.Shutdown()
+			if got, want := drain(t, slow), labels(0); !slices.Equal(got, want) {
+				t.Errorf("slow got %v, want %v", got, want)
+			}
+			if got := slow.Dropped(); got != 0 {
+				t.Errorf("slow.Dropped() = %d, want 0: a skipped mark is not a drop", got)
+			}
+			drain(t, reader)
+		})
+	}
+}
+
+func TestMarkContextCanceled(t *testing.T) {
+	t.Run("before the call", func(t *testing.T) {
+		b := watch.NewBroadcaster(4, watch.DropIfChannelFull)
+		w := mustWatch(t, b)
+		ctx, cancel := context.WithCancel(background())
+		cancel()
+		if err := b.Mark(ctx, &mark{1}); !errors.Is(err, context.Canceled) {
+			t.Errorf("Mark = %v, want context.Canceled", err)
+		}
+		act(t, b, 0)
+		b.Shutdown()
+		if got, want := drain(t, w), labels(0); !slices.Equal(got, want) {
+			t.Errorf("got %v, want %v: a canceled mark must not be queued", got, want)
+		}
+	})
+	t.Run("while waiting for the queue", func(t *testing.T) {
+		b, w := stuck(t) // the incoming queue never has room
+		ctx, cancel := context.WithCancel(background())
+		var err error
+		wait := async(t, func() { err = b.Mark(ctx, &mark{1}) })
+		cancel()
+		wait()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Mark = %v, want context.Canceled", err)
+		}
+		w.Stop()
+		b.Shutdown()
+	})
+	t.Run("shutdown while waiting for the queue", func(t *testing.T) {
+		b, w := stuck(t)
+		var err error
+		wait := async(t, func() { err = b.Mark(background(), &mark{1}) })
+		shutdown := async(t, b.Shutdown)
+		wait() // Shutdown releases Mark even though the loop is still stuck
+		if !errors.Is(err, watch.ErrShutdown) {
+			t.Errorf("Mark = %v, want ErrShutdown", err)
+		}
+		w.Stop()
+		shutdown()
+	})
+}
