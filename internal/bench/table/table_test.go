@@ -1,0 +1,110 @@
+package table
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/heraldk8s/herald/record
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkEventf/impl=herald-2         	   69854	      4698 ns/op	         0.4187 dropped/op	    1059 B/op	       7 allocs/op
+BenchmarkEventf/impl=client-go-2      	   35655	     19460 ns/op	         0.04981 dropped/op	    2292 B/op	      31 allocs/op
+BenchmarkOther-2      	   35655	     19460 ns/op
+PASS
+ok  	github.com/heraldk8s/herald/record	3.544s
+goos: linux
+goarch: amd64
+pkg: github.com/heraldk8s/herald/internal/bench
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkDelivery/burst-distinct-10000
+    delivery_bench_test.go:120: benchnote: burst-distinct-10000: herald options: record.WithWorkers(16); client-go options: defaults
+BenchmarkDelivery/burst-distinct-10000/impl=herald-2         	       1	1643665861 ns/op	     10000 delivered	         0 dropped	      6392 events/s	         0 goroutines-leaked	         0 lost	      1564 ms-to-final	     10000 recorded
+BenchmarkDelivery/burst-distinct-10000/impl=client-go-2      	       1	3496901225 ns/op	      1031 delivered	        97.00 dropped	       703.0 events/s	         0 goroutines-leaked	      8872 lost	      1467 ms-to-final	     10000 recorded
+BenchmarkDelivery/shutdown-5000/impl=herald-2                          	       1	 784463216 ns/op	         0 dropped	         0 goroutines-leaked	         0 lost	      5000 recorded	       740.3 shutdown-ms	      4999 written
+BenchmarkDelivery/shutdown-5000/impl=client-go-2                       	       1	  45248734 ns/op	       221.0 dropped	         0 goroutines-leaked	      4772 lost	      5000 recorded	         0.01066 shutdown-ms	         7.000 written
+--- FAIL: BenchmarkSomething
+PASS
+`
+
+func TestParseAndMarkdown(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Scenarios); got != 3 {
+		t.Fatalf("got %d scenarios, want 3 (BenchmarkOther has no impl)", got)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| Eventf | ns/op | 19460 | 4698 | 0.24× | ≤ 0.5× | yes |",
+		"| Eventf | allocs/op | 31 | 7 | 0.23× | ≤ 0.5× | yes |",
+		"| Eventf | dropped/op | 0.0498 | 0.419 | 8.41× |  |  |",
+		"| Delivery/burst-distinct-10000 | events/s | 703 | 6392 | 9.09× | ≥ 8× | yes |",
+		"| Delivery/burst-distinct-10000 | lost | 8872 | 0 | 0.00× | herald 0 | yes |",
+		"| Delivery/burst-distinct-10000 | goroutines-leaked | 0 | 0 | — | herald 0 | yes |",
+		"| Delivery/shutdown-5000 | written | 7 | 4999 | 714× | herald = recorded | **NO** |",
+		"- burst-distinct-10000: herald options: record.WithWorkers(16); client-go options: defaults",
+		"- Machine: goos: linux, goarch: amd64, cpu: Intel(R) Xeon(R) Processor, GOMAXPROCS 2.",
+		"- FAILURE in the run: `--- FAIL: BenchmarkSomething`",
+		"Not measured (no benchmark matched (?i)^correlator/",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"| Delivery/burst-distinct-10000 | ns/op", "| Delivery/shutdown-5000 | B/op"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("output has %q (a scenario run once shows no standard metrics)", unwanted)
+		}
+	}
+	if got, want := res.Missed(), []string{"Delivery/shutdown-5000 written"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Missed() = %v, want %v", got, want)
+	}
+}
+
+func TestSplitImpl(t *testing.T) {
+	for _, tc := range []struct{ in, rest, impl string }{
+		{"Eventf/impl=herald", "Eventf", "herald"},
+		{"Delivery/burst/impl=client-go", "Delivery/burst", "client-go"},
+		{"Correlate/impl=herald/keys=10", "Correlate/keys=10", "herald"},
+		{"Plain", "Plain", ""},
+	} {
+		rest, impl := splitImpl(tc.in)
+		if rest != tc.rest || impl != tc.impl {
+			t.Errorf("splitImpl(%q) = %q, %q; want %q, %q", tc.in, rest, impl, tc.rest, tc.impl)
+		}
+	}
+}
+
+func TestFormatAndRatio(t *testing.T) {
+	for _, tc := range []struct {
+		h, c float64
+		want string
+	}{
+		{1, 2, "0.50×"},
+		{0, 5, "0.00×"},
+		{0, 0, "—"},
+		{3, 0, "∞"},
+		{1, 1000, "0.001×"},
+		{123, 10, "12.3×"},
+		{48493.57, 1, "48494×"},
+	} {
+		if got := ratio(tc.h, true, tc.c, true); got != tc.want {
+			t.Errorf("ratio(%v, %v) = %q, want %q", tc.h, tc.c, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{10000, "10000"}, {703.04, "703"}, {0.01066, "0.0107"}, {12.34, "12.3"}} {
+		if got := format(tc.v, true); got != tc.want {
+			t.Errorf("format(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
