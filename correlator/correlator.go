@@ -1,0 +1,353 @@
+package correlator
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/golang/groupcache/lru"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldk8s/herald/internal/eventkey"
+)
+
+// errNilEvent is returned by EventCorrelate for a nil event.
+var errNilEvent = errors.New("correlator: event is nil")
+
+// EventCorrelator aggregates, counts and rate-limits events before they are
+// written: it combines similar events that differ only in their message
+// once too many occur, counts repeats of the same event (and builds the
+// patch that updates the existing event), and skips events whose source
+// and object exceed their rate. See the package documentation for the
+// stages and for how it differs from client-go's.
+//
+// An EventCorrelator is safe for concurrent use. Build it with
+// [NewEventCorrelator] or [NewEventCorrelatorWithOptions]; the zero value is
+// not usable.
+type EventCorrelator struct {
+	clock          clock.PassiveClock
+	keyFunc        EventAggregatorKeyFunc     // nil: EventAggregatorByReasonFunc
+	messageFunc    EventAggregatorMessageFunc // nil: EventAggregatorByReasonMessageFunc
+	spamKeyFunc    EventSpamKeyFunc           // nil: GetSpamKey or GetSpamKeyWithoutReason
+	spamWithReason bool
+
+	mu   sync.Mutex
+	agg  *aggregator // nil: aggregation off
+	obs  *lru.Cache  // correlation key -> *observation
+	spam *spamFilter // nil: spam filter off
+	st   Stats       // counters; evictions and sizes are filled in by Stats
+}
+
+// observation is what the correlator remembers of an event it has seen.
+// count 0 means "not seen", as in client-go.
+type observation struct {
+	count int32
+	first metav1.Time
+	name  string
+	rv    string
+}
+
+// EventCorrelateResult is the result of [EventCorrelator.EventCorrelate].
+type EventCorrelateResult struct {
+	// Event is the event to write, after correlation: a new event, never
+	// the argument (which is not modified). It shares the argument's maps
+	// and slices (annotations, owner references, managed fields): do not
+	// modify them. Nil if Skip.
+	Event *v1.Event
+	// Patch, if not nil, is the strategic-merge patch (count, lastTimestamp
+	// and message) that updates the existing event on the server: it is set
+	// when the event was seen before, and then Event has the remembered
+	// name and a Count one more than the remembered one. Nil if Skip.
+	Patch []byte
+	// Skip reports that the event must not be written: its spam key has
+	// no token left.
+	Skip bool
+
+	// Key is the correlation key under which the event's count is kept:
+	// the aggregate group's key for a combined event, the event key
+	// otherwise. Two results with the same Key update the same event on
+	// the server, so a writer may coalesce them into the last one. It is
+	// an opaque string, set even if Skip. Herald addition.
+	Key string
+	// Aggregated reports that this occurrence was folded into a combined
+	// "(combined from similar events)" event, set even if Skip. Herald
+	// addition.
+	Aggregated bool
+}
+
+// resultBox holds a result, its event and (if it is short) its patch in one
+// allocation.
+type resultBox struct {
+	res   EventCorrelateResult
+	ev    v1.Event
+	patch [128]byte
+}
+
+// Stats are an EventCorrelator's counters since it was made. Every
+// correlated occurrence is counted once in Correlated, and at most once in
+// Aggregated or Filtered.
+type Stats struct {
+	// Correlated counts occurrences correlated (non-nil events).
+	Correlated uint64
+	// Aggregated counts occurrences folded into a combined event and not
+	// skipped.
+	Aggregated uint64
+	// Filtered counts occurrences skipped by the spam filter, aggregated
+	// or not.
+	Filtered uint64
+
+	// AggregateEvictions, ObserveEvictions and SpamEvictions count the
+	// entries evicted from each full cache: aggregation records (the
+	// message set of a group starts again), observations (a later repeat
+	// is created anew, with count 1) and token buckets (a full burst is
+	// allowed again).
+	AggregateEvictions, ObserveEvictions, SpamEvictions uint64
+	// AggregateEntries, ObserveEntries and SpamEntries are the current
+	// numbers of entries of the caches.
+	AggregateEntries, ObserveEntries, SpamEntries int
+}
+
+// NewEventCorrelator returns an EventCorrelator with the default options and
+// the given clock: like NewEventCorrelatorWithOptions(CorrelatorOptions{Clock: clock}).
+//
+// By default:
+//   - Events that differ only in their message are combined into one
+//     event once 10 distinct messages occur within 10 minutes of each other.
+//   - Repeats of the same event increase the count of one event.
+//   - A source may send a burst of 25 events about an object with one
+//     type and reason, refilled at one event per 5 minutes.
+func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
+	return NewEventCorrelatorWithOptions(CorrelatorOptions{Clock: clock})
+}
+
+// NewEventCorrelatorWithOptions returns an EventCorrelator configured by
+// options; zero fields mean their defaults.
+func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
+	o := options.withDefaults()
+	c := &EventCorrelator{
+		clock:          o.Clock,
+		keyFunc:        o.KeyFunc,
+		messageFunc:    o.MessageFunc,
+		spamKeyFunc:    o.SpamKeyFunc,
+		spamWithReason: !o.SpamKeyWithoutReason,
+		obs:            lru.New(o.LRUCacheSize),
+	}
+	c.obs.OnEvicted = func(lru.Key, interface{}) { c.st.ObserveEvictions++ }
+	if !o.DisableAggregation {
+		c.agg = newAggregator(o.LRUCacheSize, o.MaxEvents, o.MaxIntervalInSeconds)
+	}
+	if !o.DisableSpamFilter {
+		c.spam = newSpamFilter(o.LRUCacheSize, o.BurstSize, o.QPS)
+	}
+	return c
+}
+
+// EventCorrelate correlates newEvent at the time of the correlator's clock:
+// it is shorthand for CorrelateAt(clock.Now(), newEvent).
+func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
+	return c.CorrelateAt(c.clock.Now(), newEvent)
+}
+
+// CorrelateAt aggregates, counts and filters newEvent as if it occurred at
+// now, and returns the event to write. The only error is for a nil event.
+// newEvent is not modified.
+//
+// The stages run in client-go's order:
+//
+//  1. Aggregation: if newEvent is the MaxEvents-th distinct local key
+//     (message) of its aggregate key within the window, or a new one once
+//     that happened, it is replaced by the combined event
+//     (Result.Aggregated).
+//  2. Observation: if the (possibly combined) event was seen before, it
+//     takes the name, resource version and first timestamp remembered for
+//     it, its count becomes the remembered count plus one, and a patch is
+//     built. The new count is remembered even if the next stage skips the
+//     event, so a later write carries it.
+//  3. Spam filter: the event takes a token from its spam key's bucket, or is
+//     skipped (Result.Skip) if there is none. No patch is built for a
+//     skipped event.
+//
+// The key and message functions of the options are called without the
+// correlator's lock held.
+func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*EventCorrelateResult, error) {
+	if newEvent == nil {
+		return nil, errNilEvent
+	}
+	var aggregateKey, localKey string
+	if c.agg != nil {
+		if c.keyFunc != nil {
+			aggregateKey, localKey = c.keyFunc(newEvent)
+		} else {
+			aggregateKey, localKey = eventkey.Aggregate(newEvent), newEvent.Message
+		}
+	}
+	builtinSpam := c.spam != nil && c.spamKeyFunc == nil
+	var spamKey string
+	sharedSpamKey := false
+	switch {
+	case !builtinSpam:
+	case c.agg != nil && c.keyFunc == nil:
+		// The default spam key is a prefix of the default aggregate key.
+		spamKey, sharedSpamKey = eventkey.SpamOfAggregate(aggregateKey, c.spamWithReason), true
+	default:
+		spamKey = eventkey.Spam(newEvent, c.spamWithReason)
+	}
+
+	c.mu.Lock()
+	aggregated, key := false, ""
+	if c.agg != nil {
+		aggregated, key = c.agg.observe(now, aggregateKey, localKey)
+	}
+	if !aggregated {
+		key = eventkey.Event(newEvent)
+	}
+	obs, seen := c.observe(now, key, newEvent, aggregated)
+	skip := false
+	if builtinSpam {
+		skip = !c.spam.allow(now, spamKey, sharedSpamKey)
+	}
+	if c.spam == nil || builtinSpam {
+		c.count(skip, aggregated)
+	}
+	c.mu.Unlock()
+	if skip {
+		return &EventCorrelateResult{Skip: true, Key: key, Aggregated: aggregated}, nil
+	}
+
+	box := new(resultBox)
+	ev := &box.ev
+	if aggregated {
+		fillAggregate(ev, newEvent, now, obs.name, c.aggregateMessage(newEvent))
+	} else {
+		*ev = *newEvent
+	}
+	ev.Name = obs.name
+	ev.ResourceVersion = obs.rv
+	ev.FirstTimestamp = obs.first
+	ev.Count = obs.count
+
+	if c.spam != nil && !builtinSpam {
+		// A custom spam key function sees the event as client-go's does:
+		// after aggregation and observation.
+		spamKey := c.spamKeyFunc(ev)
+		c.mu.Lock()
+		skip = !c.spam.allow(now, spamKey, false)
+		c.count(skip, aggregated)
+		c.mu.Unlock()
+		if skip {
+			box.res = EventCorrelateResult{Skip: true, Key: key, Aggregated: aggregated}
+			return &box.res, nil
+		}
+	}
+
+	box.res = EventCorrelateResult{Event: ev, Key: key, Aggregated: aggregated}
+	if seen {
+		buf := box.patch[:0]
+		if n := patchSize(ev.Message); n > len(box.patch) {
+			buf = make([]byte, 0, n)
+		}
+		box.res.Patch = appendPatch(buf, ev.Count, ev.LastTimestamp, ev.Message)
+	}
+	return &box.res, nil
+}
+
+// observe records an occurrence under key and returns what the event to
+// write takes from it, and whether the key was seen before. c.mu is held.
+func (c *EventCorrelator) observe(now time.Time, key string, ev *v1.Event, aggregated bool) (observation, bool) {
+	v, ok := c.obs.Get(key)
+	if ok {
+		rec := v.(*observation)
+		if rec.count != 0 {
+			rec.count++ // int32 arithmetic, as client-go's int32(count)+1
+			return *rec, true
+		}
+		*rec = c.fresh(now, ev, aggregated)
+		return *rec, false
+	}
+	rec := c.fresh(now, ev, aggregated)
+	c.obs.Add(key, &rec)
+	return rec, false
+}
+
+// fresh is the observation of a first occurrence: the event's own fields,
+// or those of a new combined event.
+func (c *EventCorrelator) fresh(now time.Time, ev *v1.Event, aggregated bool) observation {
+	if aggregated {
+		return observation{
+			count: 1,
+			first: metav1.NewTime(now),
+			name:  aggregateName(ev.InvolvedObject.Name, now),
+		}
+	}
+	return observation{count: ev.Count, first: ev.FirstTimestamp, name: ev.Name, rv: ev.ResourceVersion}
+}
+
+// count updates the outcome counters. c.mu is held.
+func (c *EventCorrelator) count(skip, aggregated bool) {
+	c.st.Correlated++
+	switch {
+	case skip:
+		c.st.Filtered++
+	case aggregated:
+		c.st.Aggregated++
+	}
+}
+
+func (c *EventCorrelator) aggregateMessage(ev *v1.Event) string {
+	if c.messageFunc != nil {
+		return c.messageFunc(ev)
+	}
+	return EventAggregatorByReasonMessageFunc(ev)
+}
+
+// UpdateState records the server's view of an event the sink has written:
+// its name, resource version and first timestamp, and its count unless the
+// correlator already counted more. It is keyed by the event key of event
+// (so, as in client-go, the state of a combined event is recorded under the
+// key of its own message, not under its group's key).
+//
+// Difference from client-go: the count never goes down. Writes are
+// asynchronous, so by the time the server answers, later occurrences may
+// already have been counted; client-go would overwrite their count with the
+// server's smaller one. A nil event is ignored.
+func (c *EventCorrelator) UpdateState(event *v1.Event) {
+	if event == nil {
+		return
+	}
+	key := eventkey.Event(event)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.obs.Get(key); ok {
+		rec := v.(*observation)
+		rec.count = max(rec.count, event.Count)
+		rec.first = event.FirstTimestamp
+		rec.name = event.Name
+		rec.rv = event.ResourceVersion
+		return
+	}
+	c.obs.Add(key, &observation{
+		count: event.Count,
+		first: event.FirstTimestamp,
+		name:  event.Name,
+		rv:    event.ResourceVersion,
+	})
+}
+
+// Stats returns a snapshot of the correlator's counters.
+func (c *EventCorrelator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	s.ObserveEntries = c.obs.Len()
+	if c.agg != nil {
+		s.AggregateEvictions = c.agg.evictions
+		s.AggregateEntries = c.agg.cache.Len()
+	}
+	if c.spam != nil {
+		s.SpamEvictions = c.spam.evictions
+		s.SpamEntries = c.spam.cache.Len()
+	}
+	return s
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package correlator
+
+const raceEnabled = true
