@@ -1,0 +1,56 @@
+// Package record records Kubernetes Events, with the API of client-go's
+// k8s.io/client-go/tools/record and without its faults.
+//
+// # Switching from client-go
+//
+// Change the import path and keep the code:
+//
+//	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+//	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+//	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "my-controller"})
+//	recorder.Eventf(obj, v1.EventTypeWarning, "InvalidSpec", "field %s: %v", path, err)
+//	defer broadcaster.Shutdown() // flushes, then stops
+//
+// [EventRecorder] and [EventRecorderLogger] are client-go's interfaces
+// (type aliases), so a herald recorder goes wherever a client-go recorder
+// goes. [EventBroadcaster] has client-go's methods plus Flush,
+// ShutdownWithContext and Stats. StartRecordingToSink takes client-go's
+// *typedcorev1.EventSinkImpl unchanged; herald's sink.EventSinkImpl also lets
+// a shutdown cancel requests in flight.
+//
+// # What is different
+//
+//   - Recording never blocks and never loses an event silently. Every event
+//     ends in exactly one bucket of [Stats]: written (created or patched),
+//     folded into another write's count (coalesced), filtered by the spam
+//     filter, dropped with a reason, or abandoned at shutdown. Drops are
+//     logged at a bounded rate through the contextual logger.
+//   - Events are written by a delivery engine (package sink): several
+//     workers, per-key retries with exponential backoff and jitter, 5xx and
+//     429 retried after Retry-After, Patch NotFound falls back to Create,
+//     permanent errors are dropped and counted by reason. One failing event
+//     never holds up the others, and repeats of an event that is still
+//     waiting become one write with the latest count.
+//   - Shutdown flushes for a grace period (default 10 s) before it stops;
+//     Flush waits for everything recorded so far.
+//   - The correlator (package correlator) builds patches directly instead of
+//     diffing JSON, aggregates deterministically, and by default keeps
+//     reasons apart in the spam filter, so one noisy reason cannot silence
+//     another. CorrelatorOptions.SpamKeyWithoutReason restores client-go's key.
+//   - Names stay unique with a clock that stands still, and valid for any
+//     object name; messages are cut to 1024 bytes on a UTF-8 boundary;
+//     annotations are validated and copied.
+//
+// # Goroutines
+//
+// NewBroadcaster starts one goroutine; each StartEventWatcher, StartLogging,
+// StartStructuredLogging and StartRecordingToSink starts one more, and each
+// sink its engine's workers (4 by default). Shutdown, or cancelling the
+// context given with [WithContext], stops them all.
+//
+// # Tests
+//
+// [FakeRecorder] is client-go's fake recorder, except that it never blocks;
+// package record/recordtest keeps structured events for assertions, and
+// package sink/sinktest is an in-memory sink with fault injection.
+package record

@@ -1,0 +1,76 @@
+package record
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+)
+
+// FakeRecorder is client-go's FakeRecorder: it formats each event as a
+// string and sends it on Events. Unlike client-go's it never blocks a test:
+// when Events is full (or nil) the event is counted in Overflow instead of
+// blocking forever (or vanishing), and a nil object with IncludeObject set
+// does not panic. The string format is client-go's:
+//
+//	"<type> <reason> <message>[ involvedObject{kind=K,apiVersion=G/V}][ map[annotations]]"
+//
+// It is safe for concurrent use. The zero value counts every event as
+// overflow; use NewFakeRecorder. For structured assertions see package
+// record/recordtest.
+type FakeRecorder struct {
+	Events        chan string
+	IncludeObject bool
+
+	overflow atomic.Int64
+}
+
+var _ EventRecorderLogger = (*FakeRecorder)(nil)
+
+// NewFakeRecorder returns a FakeRecorder whose Events channel holds
+// bufferSize events.
+func NewFakeRecorder(bufferSize int) *FakeRecorder {
+	return &FakeRecorder{Events: make(chan string, bufferSize)}
+}
+
+// Overflow returns how many events did not fit in Events.
+func (f *FakeRecorder) Overflow() int64 { return f.overflow.Load() }
+
+// Event implements EventRecorder.
+func (f *FakeRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	f.write(object, nil, eventtype, reason, message)
+}
+
+// Eventf implements EventRecorder.
+func (f *FakeRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	f.write(object, nil, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// AnnotatedEventf implements EventRecorder.
+func (f *FakeRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
+	f.write(object, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// WithLogger returns f itself.
+func (f *FakeRecorder) WithLogger(klog.Logger) EventRecorderLogger { return f }
+
+func (f *FakeRecorder) write(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
+	s := eventtype + " " + reason + " " + message
+	if f.IncludeObject {
+		var kind, apiVersion string
+		if object != nil {
+			gvk := object.GetObjectKind().GroupVersionKind()
+			kind, apiVersion = gvk.Kind, gvk.GroupVersion().String()
+		}
+		s += " involvedObject{kind=" + kind + ",apiVersion=" + apiVersion + "}"
+	}
+	if len(annotations) > 0 {
+		s += " " + fmt.Sprint(annotations)
+	}
+	select {
+	case f.Events <- s:
+	default:
+		f.overflow.Add(1)
+	}
+}

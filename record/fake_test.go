@@ -1,0 +1,55 @@
+package record_test
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/record"
+)
+
+func TestFakeRecorderMatchesClientGo(t *testing.T) {
+	typed := &v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	for _, includeObject := range []bool{false, true} {
+		ours := record.NewFakeRecorder(10)
+		theirs := clientrecord.NewFakeRecorder(10)
+		ours.IncludeObject, theirs.IncludeObject = includeObject, includeObject
+		for _, r := range []clientrecord.EventRecorder{ours, theirs} {
+			r.Event(typed, v1.EventTypeNormal, "Started", "plain 100%")
+			r.Eventf(typed, v1.EventTypeWarning, "Failed", "code %d", 42)
+			r.AnnotatedEventf(typed, map[string]string{"k": "v"}, v1.EventTypeNormal, "Ann", "with %s", "annotations")
+			r.Event(&v1.Pod{}, v1.EventTypeNormal, "NoMeta", "no type meta")
+		}
+		for range 4 {
+			if a, b := <-ours.Events, <-theirs.Events; a != b {
+				t.Errorf("includeObject=%v: herald %q, client-go %q", includeObject, a, b)
+			}
+		}
+	}
+}
+
+func TestFakeRecorderNeverBlocks(t *testing.T) {
+	f := record.NewFakeRecorder(1)
+	f.IncludeObject = true
+	var nilObj runtime.Object
+	f.Event(nilObj, v1.EventTypeNormal, "A", "fits") // nil object: no panic
+	f.Event(nilObj, v1.EventTypeNormal, "B", "overflows")
+	if got := <-f.Events; got != "Normal A fits involvedObject{kind=,apiVersion=}" {
+		t.Fatalf("got %q", got)
+	}
+	if f.Overflow() != 1 {
+		t.Fatalf("overflow %d", f.Overflow())
+	}
+	var zero record.FakeRecorder
+	zero.Event(nil, v1.EventTypeNormal, "C", "nil channel")
+	if zero.Overflow() != 1 {
+		t.Fatal("zero-value FakeRecorder lost an event silently")
+	}
+	if f.WithLogger(klog.Background()) != clientrecord.EventRecorderLogger(f) {
+		t.Fatal("WithLogger did not return the recorder itself")
+	}
+}

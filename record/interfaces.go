@@ -1,0 +1,110 @@
+package record
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+
+	clientrecord "k8s.io/client-go/tools/record"
+
+	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// EventSink knows how to store events; it is client-go's record.EventSink.
+// client-go's *typedcorev1.EventSinkImpl and herald's sink.EventSinkImpl both
+// satisfy it.
+type EventSink = sink.EventSink
+
+// CorrelatorOptions configures the EventCorrelator of each sink. It is
+// client-go's record.CorrelatorOptions with herald's additions; a zero field
+// means its default. See package correlator.
+type CorrelatorOptions = correlator.CorrelatorOptions
+
+// Correlator names kept from client-go's tools/record, so code that spells
+// them record.X keeps compiling after the import path changes.
+type (
+	EventCorrelator            = correlator.EventCorrelator
+	EventCorrelateResult       = correlator.EventCorrelateResult
+	EventAggregatorKeyFunc     = correlator.EventAggregatorKeyFunc
+	EventAggregatorMessageFunc = correlator.EventAggregatorMessageFunc
+	EventSpamKeyFunc           = correlator.EventSpamKeyFunc
+	EventFilterFunc            = correlator.EventFilterFunc
+)
+
+// Correlator functions kept from client-go's tools/record.
+var (
+	NewEventCorrelator                 = correlator.NewEventCorrelator
+	NewEventCorrelatorWithOptions      = correlator.NewEventCorrelatorWithOptions
+	EventAggregatorByReasonFunc        = correlator.EventAggregatorByReasonFunc
+	EventAggregatorByReasonMessageFunc = correlator.EventAggregatorByReasonMessageFunc
+)
+
+// EventRecorder knows how to record events on behalf of an EventSource.
+// It is client-go's record.EventRecorder itself (a type alias), so herald
+// recorders and client-go recorders are interchangeable:
+//
+//   - Event constructs an event and puts it in the queue for sending. object
+//     is the object the event is about (an *v1.ObjectReference is accepted
+//     too); eventtype is Normal or Warning; reason is a short UpperCamelCase
+//     word; message is for humans. A herald recorder never blocks: an event
+//     that cannot be queued is dropped, logged at a bounded rate and counted.
+//   - Eventf is Event with Sprintf for the message.
+//   - AnnotatedEventf is Eventf with annotations, which herald copies.
+type EventRecorder = clientrecord.EventRecorder
+
+// EventRecorderLogger is an EventRecorder whose WithLogger returns a recorder
+// that logs its problems with the given logger. It is client-go's
+// record.EventRecorderLogger itself (a type alias).
+type EventRecorderLogger = clientrecord.EventRecorderLogger
+
+// EventBroadcaster receives events and sends them to any number of event
+// watchers. Its first six methods are those of client-go's
+// record.EventBroadcaster; Flush, ShutdownWithContext and Stats are herald's.
+// All methods are safe for concurrent use.
+type EventBroadcaster interface {
+	// StartEventWatcher calls eventHandler, from one goroutine of its own,
+	// with every event recorded after the call. Stop the returned watcher to
+	// end it; Shutdown ends it too.
+	StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface
+
+	// StartRecordingToSink correlates every event recorded after the call
+	// and writes it to sink through a delivery engine (see package sink).
+	// Each call gets its own correlator and engine.
+	StartRecordingToSink(sink EventSink) watch.Interface
+
+	// StartLogging calls logf with a line for each event, in client-go's
+	// format.
+	StartLogging(logf func(format string, args ...interface{})) watch.Interface
+
+	// StartStructuredLogging logs each event as "Event occurred" at the
+	// given verbosity, through the broadcaster's logger.
+	StartStructuredLogging(verbosity klog.Level) watch.Interface
+
+	// NewRecorder returns an EventRecorderLogger that records events with
+	// the given source. scheme resolves the kind of objects without TypeMeta.
+	NewRecorder(scheme *runtime.Scheme, source v1.EventSource) EventRecorderLogger
+
+	// Shutdown flushes for the grace period (WithShutdownGracePeriod,
+	// default 10 s), then stops every goroutine the broadcaster started.
+	// Events still unwritten are counted as abandoned and logged.
+	// Recording after Shutdown is a counted drop. It is idempotent.
+	Shutdown()
+
+	// Flush waits until every event recorded before the call has been
+	// written, folded into another event's count, filtered or dropped, or
+	// until ctx ends (then it returns ctx's error). It does not stop
+	// anything.
+	Flush(ctx context.Context) error
+
+	// ShutdownWithContext is Shutdown with ctx bounding the flush instead of
+	// the grace period. It returns an error that says how many events were
+	// abandoned, or nil when none were. Later calls return the first result.
+	ShutdownWithContext(ctx context.Context) error
+
+	// Stats returns a snapshot of the broadcaster's counters.
+	Stats() Stats
+}

@@ -1,0 +1,100 @@
+// Package metrics exports a broadcaster's Stats as Prometheus metrics.
+//
+// Register one collector per broadcaster:
+//
+//	prometheus.MustRegister(metrics.NewCollector(broadcaster, nil))
+//
+// Every scrape reads one Stats snapshot. The metrics, all prefixed
+// "herald_events_":
+//
+//	herald_events_recorded_total      counter  Event/Eventf/AnnotatedEventf calls
+//	herald_events_written_total       counter  successful writes, label op="create"|"patch"
+//	herald_events_coalesced_total     counter  events carried by a later write of the same event
+//	herald_events_filtered_total      counter  events skipped by the spam filter
+//	herald_events_aggregated_total    counter  events folded into a "(combined from similar events)" event
+//	herald_events_dropped_total       counter  events given up, label reason (see record.Drops.ByReason)
+//	herald_events_retries_total       counter  failed writes scheduled again
+//	herald_events_abandoned_total     counter  events unwritten when Shutdown gave up
+//	herald_events_queued              gauge    events in the broadcaster's queues
+//	herald_events_pending             gauge    events waiting in the delivery engines
+//	herald_events_in_flight           gauge    events in a write under way
+//
+// Optional constant labels (for instance the controller's name) tell the
+// broadcasters of one process apart.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldk8s/herald/record"
+)
+
+// StatsSource is what the collector reads; record.EventBroadcaster is one.
+type StatsSource interface {
+	Stats() record.Stats
+}
+
+// Collector is a prometheus.Collector over a broadcaster's Stats. It is safe
+// for concurrent use.
+type Collector struct {
+	src StatsSource
+
+	recorded, written, coalesced, filtered, aggregated, dropped, retries, abandoned,
+	queued, pending, inFlight *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a collector reading src. constLabels may be nil.
+func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("herald_events_"+name, help, labels, constLabels)
+	}
+	return &Collector{
+		src:        src,
+		recorded:   d("recorded_total", "Events passed to a recorder (Event, Eventf, AnnotatedEventf)."),
+		written:    d("written_total", "Successful event writes to the API server.", "op"),
+		coalesced:  d("coalesced_total", "Events whose count reached the API server in a later write of the same event."),
+		filtered:   d("filtered_total", "Events skipped by the spam filter."),
+		aggregated: d("aggregated_total", "Events folded into a combined event by the aggregator."),
+		dropped:    d("dropped_total", "Events given up for good, by reason.", "reason"),
+		retries:    d("retries_total", "Failed event writes that were scheduled again."),
+		abandoned:  d("abandoned_total", "Events still unwritten when shutdown gave up."),
+		queued:     d("queued", "Events accepted by the broadcaster but not yet taken by a sink."),
+		pending:    d("pending", "Events waiting in the delivery engines."),
+		inFlight:   d("in_flight", "Events in a write under way."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.recorded, c.written, c.coalesced, c.filtered, c.aggregated,
+		c.dropped, c.retries, c.abandoned, c.queued, c.pending, c.inFlight} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter(c.recorded, s.Recorded)
+	counter(c.written, s.Created, "create")
+	counter(c.written, s.Patched, "patch")
+	counter(c.coalesced, s.Coalesced)
+	counter(c.filtered, s.Filtered)
+	counter(c.aggregated, s.Aggregated)
+	for reason, n := range s.Dropped.ByReason() {
+		counter(c.dropped, n, reason)
+	}
+	counter(c.retries, s.Retried)
+	counter(c.abandoned, s.Abandoned)
+	gauge(c.queued, s.Queued)
+	gauge(c.pending, s.Pending)
+	gauge(c.inFlight, s.InFlight)
+}

@@ -1,0 +1,89 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/record/metrics"
+	"github.com/heraldk8s/herald/sink/sinktest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestScrape(t *testing.T) {
+	eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0),
+		record.WithCorrelatorOptions(record.CorrelatorOptions{DisableSpamFilter: true}))
+	defer eb.Shutdown()
+	eb.StartRecordingToSink(sinktest.New())
+	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "test"})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	rec.Event(pod, v1.EventTypeNormal, "Started", "first")
+	if err := eb.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec.Event(pod, v1.EventTypeNormal, "Started", "first")
+	rec.Event(nil, v1.EventTypeNormal, "Bad", "nil object")
+	rec.Event(pod, "Bogus", "Bad", "bad type")
+	if err := eb.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(eb, prometheus.Labels{"controller": "demo"}))
+	want := `
+# HELP herald_events_recorded_total Events passed to a recorder (Event, Eventf, AnnotatedEventf).
+# TYPE herald_events_recorded_total counter
+herald_events_recorded_total{controller="demo"} 4
+# HELP herald_events_written_total Successful event writes to the API server.
+# TYPE herald_events_written_total counter
+herald_events_written_total{controller="demo",op="create"} 1
+herald_events_written_total{controller="demo",op="patch"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "herald_events_recorded_total", "herald_events_written_total"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := testutil.GatherAndCount(reg, "herald_events_dropped_total")
+	if err != nil || got != len(record.Drops{}.ByReason()) {
+		t.Fatalf("dropped series %d, %v", got, err)
+	}
+	invalid := testutil.ToFloat64(droppedFor(t, reg, "invalid"))
+	if invalid != 2 {
+		t.Fatalf("dropped{reason=invalid} = %v", invalid)
+	}
+	if problems, err := testutil.CollectAndLint(metrics.NewCollector(eb, nil)); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+}
+
+// droppedFor returns a collector exposing just one series of the gathered
+// dropped counter.
+func droppedFor(t *testing.T, reg *prometheus.Registry, reason string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "herald_events_dropped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x"}, func() float64 { return m.GetCounter().GetValue() })
+				}
+			}
+		}
+	}
+	t.Fatalf("no dropped series for %q", reason)
+	return nil
+}

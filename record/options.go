@@ -1,0 +1,155 @@
+package record
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldk8s/herald/sink"
+)
+
+// Defaults of the broadcaster options.
+const (
+	// DefaultQueueLength is the capacity of the broadcaster's incoming queue
+	// and of each watcher's channel (client-go's maxQueuedEvents).
+	DefaultQueueLength = 1000
+	// DefaultShutdownGracePeriod bounds Shutdown's flush.
+	DefaultShutdownGracePeriod = 10 * time.Second
+	// DefaultMessageLimit is the longest message, in bytes, the recorder
+	// keeps (the events.k8s.io note limit); longer ones are cut on a UTF-8
+	// boundary.
+	DefaultMessageLimit = 1024
+)
+
+// BroadcasterOption configures a broadcaster made by NewBroadcaster. Like
+// client-go's, it is a function type.
+type BroadcasterOption func(*config)
+
+type config struct {
+	ctx           context.Context
+	logger        *klog.Logger
+	correlator    CorrelatorOptions
+	engine        sink.Options
+	clock         clock.WithTicker
+	queueLength   int
+	gracePeriod   time.Duration
+	messageLimit  int
+	sleepDuration time.Duration
+}
+
+// WithCorrelatorOptions sets the options of the correlator of each sink
+// (client-go's option). A zero field means its default.
+func WithCorrelatorOptions(options CorrelatorOptions) BroadcasterOption {
+	return func(c *config) { c.correlator = options }
+}
+
+// WithContext ties the broadcaster to ctx (client-go's option): its logger is
+// taken from ctx, and when ctx is cancelled the broadcaster shuts down as by
+// Shutdown (flushing for the grace period).
+func WithContext(ctx context.Context) BroadcasterOption {
+	return func(c *config) { c.ctx = ctx }
+}
+
+// WithSleepDuration sets the longest wait between two tries of one key
+// (client-go's option; there it was the fixed wait). Default 10 s.
+func WithSleepDuration(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.sleepDuration = d }
+}
+
+// WithLogger sets the logger of the broadcaster and of its recorders.
+// Default: the logger of the WithContext context, else klog.Background().
+func WithLogger(logger klog.Logger) BroadcasterOption {
+	return func(c *config) { c.logger = &logger }
+}
+
+// WithClock sets the clock of the recorder (timestamps), the correlator
+// (unless CorrelatorOptions.Clock is set) and the delivery engine. Default:
+// the real clock. Tests pass a k8s.io/utils/clock/testing.FakeClock.
+func WithClock(clk clock.WithTicker) BroadcasterOption {
+	return func(c *config) { c.clock = clk }
+}
+
+// WithQueueLength sets the capacity of the incoming queue and of each
+// watcher's channel. Default 1000.
+func WithQueueLength(n int) BroadcasterOption {
+	return func(c *config) { c.queueLength = n }
+}
+
+// WithWorkers sets the number of goroutines each sink writes with. Default 4.
+func WithWorkers(n int) BroadcasterOption {
+	return func(c *config) { c.engine.Workers = n }
+}
+
+// WithWriteLimit sets the token bucket every sink's writes go through.
+// Default 50 writes/s with a burst of 100; a negative qps turns it off.
+func WithWriteLimit(qps float64, burst int) BroadcasterOption {
+	return func(c *config) { c.engine.QPS, c.engine.Burst = qps, burst }
+}
+
+// WithMaxTries sets how many times a key is tried in a row before its
+// events are dropped. Default 12 (client-go's).
+func WithMaxTries(n int) BroadcasterOption {
+	return func(c *config) { c.engine.MaxTries = n }
+}
+
+// WithMaxPending caps the distinct keys waiting to be written per sink.
+// Default 10000.
+func WithMaxPending(n int) BroadcasterOption {
+	return func(c *config) { c.engine.MaxPending = n }
+}
+
+// WithRequestTimeout bounds one API request. Default 30 s.
+func WithRequestTimeout(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.engine.RequestTimeout = d }
+}
+
+// WithRetryBackoff sets the first retry delay of a key; it doubles with each
+// failure up to the sleep duration. Default 500 ms.
+func WithRetryBackoff(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.engine.BaseDelay = d }
+}
+
+// WithShutdownGracePeriod bounds how long Shutdown flushes. Default 10 s.
+func WithShutdownGracePeriod(d time.Duration) BroadcasterOption {
+	return func(c *config) { c.gracePeriod = d }
+}
+
+// WithMessageLimit sets the longest message in bytes; longer messages are cut
+// on a UTF-8 boundary. Default 1024. A negative value keeps messages whole.
+func WithMessageLimit(n int) BroadcasterOption {
+	return func(c *config) { c.messageLimit = n }
+}
+
+func newConfig(opts []BroadcasterOption) config {
+	c := config{}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.queueLength <= 0 {
+		c.queueLength = DefaultQueueLength
+	}
+	if c.gracePeriod <= 0 {
+		c.gracePeriod = DefaultShutdownGracePeriod
+	}
+	if c.messageLimit == 0 {
+		c.messageLimit = DefaultMessageLimit
+	}
+	if c.sleepDuration > 0 {
+		c.engine.MaxDelay = c.sleepDuration
+	}
+	c.engine.Clock = c.clock
+	if c.correlator.Clock == nil {
+		c.correlator.Clock = c.clock
+	}
+	return c
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package record_test
+
+const raceEnabled = true

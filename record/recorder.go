@@ -1,0 +1,149 @@
+package record
+
+import (
+	"fmt"
+	"maps"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// recorder is herald's EventRecorderLogger. It is a small value: WithLogger
+// copies it.
+type recorder struct {
+	eb     *broadcaster
+	scheme *runtime.Scheme
+	source v1.EventSource
+	logger klog.Logger
+}
+
+var _ EventRecorderLogger = (*recorder)(nil)
+
+func (r *recorder) Event(object runtime.Object, eventtype, reason, message string) {
+	r.generate(object, nil, eventtype, reason, message)
+}
+
+func (r *recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...interface{}) {
+	r.generate(object, nil, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *recorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...interface{}) {
+	r.generate(object, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
+	c := *r
+	c.logger = logger
+	return &c
+}
+
+// generate builds the event and queues it. It never blocks.
+func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
+	eb := r.eb
+	eb.c.recorded.Add(1)
+	if eb.stopping.Load() {
+		r.drop(&eb.c.afterShutdown, DropAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
+			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
+		return
+	}
+	ref, err := eb.kinds.reference(r.scheme, object)
+	if err != nil {
+		r.drop(&eb.c.invalid, DropInvalid, err, "Could not construct reference, will not report event",
+			func() []any {
+				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", reason}
+			})
+		return
+	}
+	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
+		r.drop(&eb.c.invalid, DropInvalid, nil, "Unsupported event type, will not report event",
+			func() []any {
+				return []any{"object", klog.KRef(ref.Namespace, ref.Name), "eventType", eventtype, "reason", reason}
+			})
+		return
+	}
+	if len(annotations) > 0 {
+		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
+			r.drop(&eb.c.invalid, DropInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
+				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+			return
+		}
+		annotations = maps.Clone(annotations)
+	}
+	now := eb.cfg.clock.Now()
+	t := metav1.Time{Time: now}
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	ev := &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        eventName(ref.Name, eb.names.next(now.UnixNano())),
+			Namespace:   namespace,
+			Annotations: annotations,
+		},
+		InvolvedObject:      *ref,
+		Reason:              reason,
+		Message:             truncateMessage(message, eb.cfg.messageLimit),
+		FirstTimestamp:      t,
+		LastTimestamp:       t,
+		Count:               1,
+		Type:                eventtype,
+		Source:              r.source,
+		ReportingController: r.source.Component,
+		ReportingInstance:   r.source.Host,
+	}
+	sent, err := eb.b.ActionOrDrop(apiwatch.Added, ev)
+	switch {
+	case err != nil:
+		r.drop(&eb.c.afterShutdown, DropAfterShutdown, err, "Unable to record event: the broadcaster is shut down",
+			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+	case !sent:
+		r.drop(&eb.c.queueFull, DropQueueFull, nil, "Unable to record event: too many queued events, dropped event",
+			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+	}
+}
+
+// drop counts one dropped event and logs it at a bounded rate: at error
+// level at most once per dropLogInterval per reason, else at V(4). It builds
+// nothing when it does not log, so a drop costs no allocation.
+func (r *recorder) drop(counter *atomic.Int64, reason string, err error, msg string, kv func() []any) {
+	n := counter.Add(1)
+	if r.eb.drops.allow(reason, r.eb.cfg.clock.Now()) {
+		r.logger.Error(err, msg, append(kv(), "dropReason", reason, "droppedForReason", n)...)
+	} else if v := r.logger.V(4); v.Enabled() {
+		v.Info(msg, append(kv(), "dropReason", reason, "droppedForReason", n, "err", err)...)
+	}
+}
+
+// dropLogInterval is the shortest time between two error-level logs for the
+// same drop reason; drops in between are logged at V(4) and always counted.
+const dropLogInterval = 10 * time.Second
+
+// dropLog bounds the rate of drop logs per reason without a lock.
+type dropLog struct {
+	invalid, queueFull, afterShutdown atomic.Int64 // unix nanos of the last loud log
+}
+
+func (d *dropLog) allow(reason string, now time.Time) bool {
+	var last *atomic.Int64
+	switch reason {
+	case DropInvalid:
+		last = &d.invalid
+	case DropQueueFull:
+		last = &d.queueFull
+	default:
+		last = &d.afterShutdown
+	}
+	prev := last.Load()
+	if prev != 0 && now.UnixNano()-prev < int64(dropLogInterval) {
+		return false
+	}
+	return last.CompareAndSwap(prev, now.UnixNano())
+}
