@@ -1,0 +1,32 @@
+# herald — make targets. `make test` is what CI runs (.ci/run).
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all test vet unit integration bench fuzz demo apiserver
+
+all: test
+
+include hack/*.mk
+
+## test: vet, then every package with -race (unit and integration tests
+## against the real kube-apiserver, which `apiserver` builds first).
+test: vet apiserver
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## unit: tests that need no API server.
+unit:
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /internal/integration | grep -v /examples)
+
+## fuzz: a short run of every fuzz target.
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
