@@ -316,7 +316,18 @@ func (c *EventCorrelator) UpdateState(event *v1.Event) {
 	if event == nil {
 		return
 	}
-	key := eventkey.Event(event)
+	c.UpdateStateForKey(eventkey.Event(event), event)
+}
+
+// UpdateStateForKey is UpdateState under an explicit correlation key, the
+// Key of the EventCorrelateResult the written event came from. herald's
+// delivery engine uses it, so the state of a combined event is recorded
+// under its group's key, where the next occurrence looks for it (client-go
+// records it under a key no later occurrence uses). A nil event is ignored.
+func (c *EventCorrelator) UpdateStateForKey(key string, event *v1.Event) {
+	if event == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.obs.Get(key); ok {

@@ -576,3 +576,27 @@ func TestStandaloneStages(t *testing.T) {
 		t.Errorf("second: %+v %q", got, key2)
 	}
 }
+
+// Difference: the engine records a combined event's state under its group's
+// key, so it neither adds a stray cache entry nor loses the resource version.
+func TestUpdateStateForKeyCombined(t *testing.T) {
+	c, clk := newTest(CorrelatorOptions{DisableSpamFilter: true})
+	var last *EventCorrelateResult
+	for i := 0; i < DefaultMaxEvents; i++ {
+		last, _ = c.EventCorrelate(newEvent(clk.Now(), "a", "R", fmt.Sprint("message ", i)))
+	}
+	if !last.Aggregated {
+		t.Fatal("10th distinct message was not combined")
+	}
+	entries := c.Stats().ObserveEntries
+	server := last.Event.DeepCopy()
+	server.ResourceVersion = "77"
+	c.UpdateStateForKey(last.Key, server)
+	if got := c.Stats().ObserveEntries; got != entries {
+		t.Fatalf("observe entries %d -> %d: a stray entry was added", entries, got)
+	}
+	next, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "message 99"))
+	if !next.Aggregated || next.Key != last.Key || next.Event.ResourceVersion != "77" || next.Event.Count != 2 {
+		t.Fatalf("next combined occurrence: aggregated %v, rv %q, count %d", next.Aggregated, next.Event.ResourceVersion, next.Event.Count)
+	}
+}

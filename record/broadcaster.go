@@ -132,7 +132,7 @@ func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 	}
 	p := &sinkPipeline{corr: correlator.NewEventCorrelatorWithOptions(eb.cfg.correlator)}
 	opts := eb.cfg.engine
-	opts.OnWritten = p.corr.UpdateState
+	opts.OnWritten = p.corr.UpdateStateForKey
 	engine, err := sink.NewEngine(s, opts)
 	if err != nil {
 		eb.logger.Error(err, "Unable to start recording to sink")

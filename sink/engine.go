@@ -253,7 +253,7 @@ func (e *Engine) process(key string) {
 	case err == nil:
 		e.backoff.Forget(key)
 		if e.opts.OnWritten != nil {
-			e.opts.OnWritten(out)
+			e.opts.OnWritten(key, out)
 		}
 		e.finish(key, en, it, func() {
 			if it.create {
@@ -335,7 +335,6 @@ func (e *Engine) retry(key string, en *entry, it *item, cl Classification, err e
 	if cl.RetryAfter > delay {
 		delay = cl.RetryAfter
 	}
-	e.c.retried.Add(1)
 	e.logger.V(4).Info("Event write failed, will retry", "event", klog.KObj(it.ev), "object", objectRef(it.ev),
 		"reason", it.ev.Reason, "attempt", e.backoff.NumRequeues(key), "delay", delay, "err", err)
 
@@ -353,6 +352,9 @@ func (e *Engine) retry(key string, en *entry, it *item, cl Classification, err e
 	en.notBefore = e.opts.Clock.Now().Add(delay)
 	e.mu.Unlock()
 	e.queue.AddAfter(key, delay)
+	// Counted last: once Retried moves, the retry is scheduled (tests step
+	// a fake clock on it).
+	e.c.retried.Add(1)
 }
 
 // wait takes a token from the write bucket, waiting on the engine's clock.

@@ -106,7 +106,11 @@ func TestCreateThenPatch(t *testing.T) {
 
 func TestOnWrittenGetsServerEvent(t *testing.T) {
 	var got atomic.Pointer[v1.Event]
-	h := newHarness(t, sink.Options{OnWritten: func(ev *v1.Event) { got.Store(ev) }})
+	h := newHarness(t, sink.Options{OnWritten: func(key string, ev *v1.Event) {
+		if key == "k" {
+			got.Store(ev)
+		}
+	}})
 	h.eng.Add("k", event("e", 1), nil)
 	h.flush()
 	if ev := got.Load(); ev == nil || ev.ResourceVersion == "" {

@@ -43,10 +43,11 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Clock drives backoff, the token bucket and timeouts. Default: the real clock.
 	Clock clock.WithTicker
-	// OnWritten, if set, is called with the event the API server returned
-	// after each successful write, from the worker goroutine, outside the
-	// engine's locks. record uses it to feed the correlator (UpdateState).
-	OnWritten func(*v1.Event)
+	// OnWritten, if set, is called with the key and the event the API
+	// server returned after each successful write, from the worker
+	// goroutine, outside the engine's locks. record uses it to feed the
+	// correlator (UpdateStateForKey).
+	OnWritten func(key string, ev *v1.Event)
 }
 
 func (o Options) withDefaults() (Options, error) {

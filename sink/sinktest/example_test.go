@@ -11,10 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -87,4 +89,16 @@ func ExampleSink_SetFault() {
 	// create Synced: err=etcd is down
 	// create Synced: err=<nil>
 	// created 1, retried 1, dropped 0
+}
+
+// Run checks a sink of your own against what the delivery engine expects of
+// an API server. Call it from a test; here it checks herald's EventSinkImpl
+// over client-go's fake clientset.
+func ExampleRun() {
+	testEventSinkImpl := func(t *testing.T) {
+		sinktest.Run(t, func(t *testing.T) (sink.EventSink, string) {
+			return &sink.EventSinkImpl{Interface: fake.NewClientset().CoreV1().Events("")}, "default"
+		})
+	}
+	_ = testEventSinkImpl // a test function: func TestMySink(t *testing.T) { ... }
 }
