@@ -59,8 +59,6 @@ type sinkPipeline struct {
 	corr   *correlator.EventCorrelator
 	engine *sink.Engine
 	w      *watch.Watcher
-	// received counts events taken from the watcher channel.
-	filtered, aggregated atomic.Int64
 }
 
 var _ EventBroadcaster = (*broadcaster)(nil)
@@ -200,12 +198,8 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
 		eb.logger.Error(err, "Unable to correlate event, dropping it", "event", klog.KObj(ev))
 		return
 	}
-	if res.Aggregated {
-		p.aggregated.Add(1)
-	}
 	if res.Skip {
-		p.filtered.Add(1)
-		return
+		return // counted by the correlator's Stats
 	}
 	key := res.Key
 	if key == "" {
@@ -337,8 +331,10 @@ func (eb *broadcaster) Stats() Stats {
 	s.Queued = int64(bs.Queued)
 	for _, p := range eb.sinkList() {
 		es := p.engine.Stats()
-		s.Filtered += p.filtered.Load()
-		s.Aggregated += p.aggregated.Load()
+		cs := p.corr.Stats()
+		s.Filtered += int64(cs.Filtered)
+		s.Aggregated += int64(cs.Aggregated)
+		s.CacheEvictions += int64(cs.AggregateEvictions + cs.ObserveEvictions + cs.SpamEvictions)
 		s.Coalesced += es.Coalesced
 		s.Created += es.Created
 		s.Patched += es.Patched

@@ -413,3 +413,14 @@ func TestDropPathDoesNotAllocate(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+func TestCacheEvictionsCounted(t *testing.T) {
+	e := newEnv(t, record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: 10}))
+	for i := range 30 {
+		e.rec.Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
+	}
+	e.flush()
+	if s := e.eb.Stats(); s.CacheEvictions == 0 || s.Created != 30 {
+		t.Fatalf("stats %+v", s)
+	}
+}

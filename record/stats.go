@@ -25,8 +25,14 @@ type Stats struct {
 	// still raise the count a later write of the same event carries.
 	Filtered int64
 	// Aggregated counts events folded into a "(combined from similar
-	// events)" event; each is then written as part of that event.
+	// events)" event and not filtered; each is written as part of that
+	// event.
 	Aggregated int64
+	// CacheEvictions counts entries the correlators' LRU caches evicted
+	// (aggregation sets, counts and spam buckets forgotten). A steady rise
+	// means WithCorrelatorOptions' LRUCacheSize is too small for the number
+	// of objects the controller reports on.
+	CacheEvictions int64
 	// Coalesced counts events that reached the API server inside a later
 	// write of the same event (that write carried their count).
 	Coalesced int64

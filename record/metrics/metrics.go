@@ -15,6 +15,7 @@
 //	herald_events_dropped_total       counter  events given up, label reason (see record.Drops.ByReason)
 //	herald_events_retries_total       counter  failed writes scheduled again
 //	herald_events_abandoned_total     counter  events unwritten when Shutdown gave up
+//	herald_events_cache_evictions_total counter entries evicted from the correlators' caches
 //	herald_events_queued              gauge    events in the broadcaster's queues
 //	herald_events_pending             gauge    events waiting in the delivery engines
 //	herald_events_in_flight           gauge    events in a write under way
@@ -40,7 +41,7 @@ type Collector struct {
 	src StatsSource
 
 	recorded, written, coalesced, filtered, aggregated, dropped, retries, abandoned,
-	queued, pending, inFlight *prometheus.Desc
+	evictions, queued, pending, inFlight *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -60,6 +61,7 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 		dropped:    d("dropped_total", "Events given up for good, by reason.", "reason"),
 		retries:    d("retries_total", "Failed event writes that were scheduled again."),
 		abandoned:  d("abandoned_total", "Events still unwritten when shutdown gave up."),
+		evictions:  d("cache_evictions_total", "Entries evicted from the correlators' LRU caches."),
 		queued:     d("queued", "Events accepted by the broadcaster but not yet taken by a sink."),
 		pending:    d("pending", "Events waiting in the delivery engines."),
 		inFlight:   d("in_flight", "Events in a write under way."),
@@ -69,7 +71,7 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.recorded, c.written, c.coalesced, c.filtered, c.aggregated,
-		c.dropped, c.retries, c.abandoned, c.queued, c.pending, c.inFlight} {
+		c.dropped, c.retries, c.abandoned, c.evictions, c.queued, c.pending, c.inFlight} {
 		ch <- d
 	}
 }
@@ -94,6 +96,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.retries, s.Retried)
 	counter(c.abandoned, s.Abandoned)
+	counter(c.evictions, s.CacheEvictions)
 	gauge(c.queued, s.Queued)
 	gauge(c.pending, s.Pending)
 	gauge(c.inFlight, s.InFlight)
