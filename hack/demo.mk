@@ -1,0 +1,17 @@
+# demo.mk: `make demo`, the README's first command.
+#
+# Included by the root Makefile. It builds the kube-apiserver if needed
+# (the `apiserver` target, ~9 minutes the first time), builds the demo
+# program (internal/demo, which runs examples/controller in-process), and
+# runs it: a local API server from internal/testenv, or the cluster of
+# $KUBECONFIG when that is set. DEMO_ARGS passes flags, for example
+# `make demo DEMO_ARGS=-duration=10s` (see `bin/herald-demo -h`).
+
+DEMO_BIN := $(CURDIR)/bin/herald-demo
+
+.PHONY: demo
+demo: apiserver
+	@echo "==> Building the demo (internal/demo, examples/controller)"
+	@mkdir -p $(dir $(DEMO_BIN))
+	@$(GO) build -o $(DEMO_BIN) ./internal/demo
+	@$(DEMO_BIN) $(DEMO_ARGS)

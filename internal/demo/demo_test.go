@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/heraldk8s/herald/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
+}
+
+// TestDemo runs what `make demo` runs, against the package's server, both
+// as a local server and through a kubeconfig (as with $KUBECONFIG set), and
+// checks what it prints: every ConfigMap's events with counts that grew, the
+// combined event of the burst, nothing lost, on one screen.
+func TestDemo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts options
+		want []string
+	}{
+		{"local server", options{env: env}, nil},
+		{"kubeconfig", options{kubeconfig: env.Kubeconfig}, []string{`(?m)^==> Using the cluster of \$KUBECONFIG \(https://127\.0\.0\.1:\d+\)$`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			opts := tc.opts
+			opts.duration, opts.resync, opts.edits = 3*time.Second, time.Second, 12
+			var out bytes.Buffer
+			err := run(ctx, opts, &out)
+			t.Logf("output:\n%s", out.String())
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if lines := strings.Count(out.String(), "\n"); lines > 40 {
+				t.Errorf("%d lines of output, want at most 40", lines)
+			}
+			for _, want := range append([]string{
+				`(?m)^TYPE +REASON +OBJECT +COUNT +AGE +MESSAGE$`,
+				`(?m)^Normal +Synced +configmap/web +[2-9] .* Synced with mode "fast"$`,
+				`(?m)^Normal +Synced +configmap/archive +[2-9] .* Synced with mode "off"$`,
+				`(?m)^Warning +InvalidSpec +configmap/cache +[2-9] .* missing required key "mode"$`,
+				`(?m)^Warning +InvalidSpec +configmap/queue +[2-9] .* mode "turbo" is not one of fast, safe, off$`,
+				`(?m)^Warning +InvalidSpec +configmap/flaky +\d+ .* mode "try-9" is not one of fast, safe, off$`,
+				`(?m)^Warning +InvalidSpec +configmap/flaky +[3-9] .* \(combined from similar events\): mode "try-12" is not one of fast, safe, off$`,
+				`(?m)^\d+ events recorded: \d+ written, \d+ folded into counts, 0 lost\. The \d+ stored events' counts add up to \d+\.$`,
+			}, tc.want...) {
+				if !regexp.MustCompile(want).MatchString(out.String()) {
+					t.Errorf("output does not match %s", want)
+				}
+			}
+
+			// On a real cluster the demo deletes its namespace (here it
+			// stays Terminating: there is no namespace controller).
+			if opts.kubeconfig != "" {
+				ns := regexp.MustCompile(`Namespace (herald-demo-\w+):`).FindStringSubmatch(out.String())
+				if ns == nil {
+					t.Fatal("no namespace in the output")
+				}
+				cs, err := kubernetes.NewForConfig(env.Admin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := cs.CoreV1().Namespaces().Get(ctx, ns[1], metav1.GetOptions{})
+				if err == nil && got.DeletionTimestamp == nil || err != nil && !apierrors.IsNotFound(err) {
+					t.Errorf("namespace %s not deleted: %v", ns[1], err)
+				}
+			}
+		})
+	}
+}
