@@ -13,8 +13,12 @@ import (
 // Defaults of the broadcaster options.
 const (
 	// DefaultQueueLength is the capacity of the broadcaster's incoming queue
-	// and of each watcher's channel (client-go's maxQueuedEvents).
-	DefaultQueueLength = 1000
+	// and of each watcher's channel. client-go uses 1000; herald uses 10000
+	// so that one reconcile burst of 10,000 events fits even while the
+	// pipeline behind the queue shares the CPU with the caller. The queues
+	// hold pointers (tens of bytes a slot); an event's memory is held only
+	// while it is queued.
+	DefaultQueueLength = 10000
 	// DefaultShutdownGracePeriod bounds Shutdown's flush.
 	DefaultShutdownGracePeriod = 10 * time.Second
 	// DefaultMessageLimit is the longest message, in bytes, the recorder
@@ -72,7 +76,7 @@ func WithClock(clk clock.WithTicker) BroadcasterOption {
 }
 
 // WithQueueLength sets the capacity of the incoming queue and of each
-// watcher's channel. Default 1000.
+// watcher's channel. Default 10000 (client-go: 1000).
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.queueLength = n }
 }
