@@ -250,6 +250,7 @@ func TestShutdownFlushesEverything(t *testing.T) {
 	if n := len(e.sink.Events()); n != 5000 {
 		t.Fatalf("%d of 5000 written at shutdown", n)
 	}
+	goleak.VerifyNone(t) // Shutdown stopped every goroutine it started
 	e.rec.Event(pod("ns", "late"), v1.EventTypeNormal, "Late", "after shutdown")
 	s := e.eb.Stats()
 	if s.Dropped.AfterShutdown != 1 || s.Created != 5000 {
@@ -273,6 +274,7 @@ func TestShutdownAbandonsWhenSinkHangs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "abandoned 10 events") {
 		t.Fatalf("err = %v", err)
 	}
+	goleak.VerifyNone(t) // even with requests hanging, nothing is left running
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v does not wrap the flush error", err)
 	}

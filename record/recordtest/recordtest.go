@@ -1,6 +1,3 @@
-// Package recordtest provides a structured test recorder: it keeps every
-// event it is given, with its object reference, for assertions, and never
-// blocks.
 package recordtest
 
 import (

@@ -1,5 +1,3 @@
-// Package sinktest provides an in-memory EventSink for tests, with fault
-// injection, and a conformance check for users' own sinks.
 package sinktest
 
 import (

@@ -1,0 +1,25 @@
+// Package metrics exports a broadcaster's Stats as Prometheus metrics.
+//
+// Register one collector per broadcaster:
+//
+//	prometheus.MustRegister(metrics.NewCollector(broadcaster, nil))
+//
+// Every scrape reads one Stats snapshot. The metrics, all prefixed
+// "herald_events_":
+//
+//	herald_events_recorded_total      counter  Event/Eventf/AnnotatedEventf calls
+//	herald_events_written_total       counter  successful writes, label op="create"|"patch"
+//	herald_events_coalesced_total     counter  events carried by a later write of the same event
+//	herald_events_filtered_total      counter  events skipped by the spam filter
+//	herald_events_aggregated_total    counter  events folded into a "(combined from similar events)" event
+//	herald_events_dropped_total       counter  events given up, label reason (see record.Drops.ByReason)
+//	herald_events_retries_total       counter  failed writes scheduled again
+//	herald_events_abandoned_total     counter  events unwritten when Shutdown gave up
+//	herald_events_cache_evictions_total counter entries evicted from the correlators' caches
+//	herald_events_queued              gauge    events in the broadcaster's queues
+//	herald_events_pending             gauge    events waiting in the delivery engines
+//	herald_events_in_flight           gauge    events in a write under way
+//
+// Optional constant labels (for instance the controller's name) tell the
+// broadcasters of one process apart.
+package metrics
