@@ -232,7 +232,17 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 		eb.watchers = nil
 		eb.mu.Unlock()
 		for _, ew := range watchers {
-			<-ew.done
+			if ew.sink != nil {
+				<-ew.done // our own code: it hands what is left to the engine
+				continue
+			}
+			select {
+			case <-ew.done:
+			case <-ctx.Done():
+				// A user's handler that never returns must not hold up
+				// shutdown; its goroutine ends when the handler does.
+				eb.logger.Error(ctx.Err(), "Event handler still running at shutdown, not waiting for it")
+			}
 		}
 		var abandoned int64
 		for _, p := range eb.sinkList() {

@@ -90,7 +90,9 @@ type EventBroadcaster interface {
 
 	// Shutdown flushes for the grace period (WithShutdownGracePeriod,
 	// default 10 s), then stops every goroutine the broadcaster started.
-	// Events still unwritten are counted as abandoned and logged.
+	// Events still unwritten are counted as abandoned and logged. A
+	// StartEventWatcher handler that does not return by then is not waited
+	// for; its goroutine ends when the handler returns.
 	// Recording after Shutdown is a counted drop. It is idempotent.
 	Shutdown()
 

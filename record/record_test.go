@@ -426,3 +426,24 @@ func TestCacheEvictionsCounted(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+func TestShutdownDoesNotWaitForStuckHandler(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	e.eb.StartEventWatcher(func(*v1.Event) {
+		close(entered)
+		<-release
+	})
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := e.eb.ShutdownWithContext(ctx); err != nil {
+		t.Fatalf("shutdown: %v (the sink had nothing left)", err)
+	}
+	if n := len(e.sink.Events()); n != 1 {
+		t.Fatalf("%d events written", n)
+	}
+	close(release)
+}
