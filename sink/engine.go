@@ -128,7 +128,7 @@ func (e *Engine) Add(key string, ev *v1.Event, patch []byte) bool {
 	if en == nil {
 		if len(e.pending) >= e.opts.MaxPending {
 			e.mu.Unlock()
-			e.drop(DropPendingFull, ev, 1, nil)
+			e.logDrop(DropPendingFull, ev, 1, e.c.dropped[reasonIndex(DropPendingFull)].Add(1), nil)
 			return false
 		}
 		en = &entry{}
@@ -267,19 +267,20 @@ func (e *Engine) process(key string) {
 		e.finish(key, en, it, func() { e.c.abandoned.Add(it.n) })
 	default:
 		cl := Classify(err, !it.create)
-		if cl.Class == Drop {
-			e.backoff.Forget(key)
-			e.finish(key, en, it, nil)
-			e.drop(cl.Reason, it.ev, it.n, err)
+		reason := cl.Reason
+		if cl.Class != Drop && e.backoff.NumRequeues(key)+1 < e.opts.MaxTries {
+			e.retry(key, en, it, cl, err)
 			return
 		}
-		if e.backoff.NumRequeues(key)+1 >= e.opts.MaxTries {
-			e.backoff.Forget(key)
-			e.finish(key, en, it, nil)
-			e.drop(DropRetriesExhausted, it.ev, it.n, err)
-			return
+		if cl.Class != Drop {
+			reason = DropRetriesExhausted
 		}
-		e.retry(key, en, it, cl, err)
+		e.backoff.Forget(key)
+		// Counted before the waiters are released, so a Flush that returns
+		// sees the drop in Stats; logged after.
+		var total int64
+		e.finish(key, en, it, func() { total = e.c.dropped[reasonIndex(reason)].Add(it.n) })
+		e.logDrop(reason, it.ev, it.n, total, err)
 	}
 }
 
@@ -386,9 +387,8 @@ func (e *Engine) wait(ctx context.Context) error {
 // are logged at V(4) and always counted.
 const dropLogInterval = 30 * time.Second
 
-// drop counts n events dropped for reason and logs it at a bounded rate.
-func (e *Engine) drop(reason DropReason, ev *v1.Event, n int64, err error) {
-	total := e.c.dropped[reasonIndex(reason)].Add(n)
+// logDrop logs n events dropped for reason (total so far) at a bounded rate.
+func (e *Engine) logDrop(reason DropReason, ev *v1.Event, n, total int64, err error) {
 	now := e.opts.Clock.Now()
 	e.mu.Lock()
 	loud := now.Sub(e.lastLog[reason]) >= dropLogInterval || e.lastLog[reason].IsZero()

@@ -468,3 +468,28 @@ func TestNewEngineRejectsBadConfig(t *testing.T) {
 		t.Fatal("negative workers accepted")
 	}
 }
+
+// TestBarrierSeesFinalCounts checks that when a barrier opens, the events it
+// waited for are already counted (a Flush that returns must see them).
+func TestBarrierSeesFinalCounts(t *testing.T) {
+	h := newHarness(t, sink.Options{Workers: 2})
+	gr := schema.GroupResource{Resource: "events"}
+	h.sink.SetFault(func(_ context.Context, _ sinktest.Op, ev *v1.Event) error {
+		if ev.Name[0] == 'f' {
+			return apierrors.NewForbidden(gr, ev.Name, errors.New("rbac"))
+		}
+		return nil
+	})
+	for i := range 3000 {
+		name := fmt.Sprint("f", i)
+		if i%2 == 1 {
+			name = fmt.Sprint("ok", i)
+		}
+		h.eng.Add(name, event(name, 1), nil)
+		h.flush()
+		s := h.eng.Stats()
+		if got := s.Created + s.Dropped.Total(); got != int64(i+1) || s.Pending+s.InFlight != 0 {
+			t.Fatalf("after barrier %d: %d accounted, stats %+v", i, got, s)
+		}
+	}
+}
