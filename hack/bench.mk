@@ -18,7 +18,7 @@ bench:
 	{ status=0; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventf' -benchmem -benchtime $(BENCH_MICRO_TIME) ./record || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./correlator || status=1; \
-	  $(GO) test -run '^$$' -bench '^BenchmarkDelivery$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
+	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
 	  exit $$status; \
 	} 2>&1 | tee $(BENCH_OUT); status=$$?; \
 	echo; \
