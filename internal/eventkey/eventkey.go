@@ -30,92 +30,56 @@ const (
 	AggregatePrefix = "a"
 )
 
-// The keys share their leading fields, in this order, so that a spam key is
-// a prefix of the aggregate key: Source.Component, Source.Host,
-// InvolvedObject.Kind, .Namespace, .Name, .UID, .APIVersion, Type, and
-// Reason (the last only in spam keys with the reason).
+// shared returns the leading fields every key shares, in this order, so
+// that a spam key is a prefix of the aggregate key: Source.Component,
+// Source.Host, InvolvedObject.Kind, .Namespace, .Name, .UID, .APIVersion and
+// Type (the 8 fields of client-go's spam key), then Reason. The remaining
+// elements are left for the caller's own fields.
+func shared(ev *v1.Event) [11]string {
+	o := &ev.InvolvedObject
+	return [11]string{ev.Source.Component, ev.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion, ev.Type, ev.Reason}
+}
 
 // Event returns the deduplication key of ev, prefixed with [EventPrefix]:
 // the fields of client-go's getEventKey (source, involved object with
 // FieldPath, type, reason, message), in the shared order followed by
 // FieldPath and Message.
 func Event(ev *v1.Event) string {
-	o := &ev.InvolvedObject
-	return join(EventPrefix,
-		ev.Source.Component,
-		ev.Source.Host,
-		o.Kind,
-		o.Namespace,
-		o.Name,
-		string(o.UID),
-		o.APIVersion,
-		ev.Type,
-		ev.Reason,
-		o.FieldPath,
-		ev.Message,
-	)
+	f := shared(ev)
+	f[9], f[10] = ev.InvolvedObject.FieldPath, ev.Message
+	return join(EventPrefix, f[:]...)
 }
 
 // Aggregate returns the aggregate key of ev: the fields of client-go's
 // EventAggregatorByReasonFunc (source, involved object without FieldPath,
 // type, reason, reporting controller and instance).
 func Aggregate(ev *v1.Event) string {
-	o := &ev.InvolvedObject
-	return join("",
-		ev.Source.Component,
-		ev.Source.Host,
-		o.Kind,
-		o.Namespace,
-		o.Name,
-		string(o.UID),
-		o.APIVersion,
-		ev.Type,
-		ev.Reason,
-		ev.ReportingController,
-		ev.ReportingInstance,
-	)
+	f := shared(ev)
+	f[9], f[10] = ev.ReportingController, ev.ReportingInstance
+	return join("", f[:]...)
 }
 
 // Spam returns the spam key of ev: source, involved object without
 // FieldPath, type, and, if withReason, the reason. Without the reason the
 // fields are those of client-go's getSpamKey.
 func Spam(ev *v1.Event, withReason bool) string {
-	o := &ev.InvolvedObject
-	if !withReason {
-		return join("",
-			ev.Source.Component,
-			ev.Source.Host,
-			o.Kind,
-			o.Namespace,
-			o.Name,
-			string(o.UID),
-			o.APIVersion,
-			ev.Type,
-		)
+	f := shared(ev)
+	return join("", f[:spamFields(withReason)]...)
+}
+
+func spamFields(withReason bool) int {
+	if withReason {
+		return 9
 	}
-	return join("",
-		ev.Source.Component,
-		ev.Source.Host,
-		o.Kind,
-		o.Namespace,
-		o.Name,
-		string(o.UID),
-		o.APIVersion,
-		ev.Type,
-		ev.Reason,
-	)
+	return 8
 }
 
 // SpamOfAggregate returns Spam(ev, withReason) given Aggregate(ev), without
 // allocating: it is a prefix of it. The result shares aggregateKey's bytes;
 // clone it before keeping it longer than aggregateKey would be kept.
 func SpamOfAggregate(aggregateKey string, withReason bool) string {
-	fields := 8
-	if withReason {
-		fields = 9
-	}
 	i := 0
-	for range fields {
+	for range spamFields(withReason) {
 		n := 0
 		for aggregateKey[i] != ':' {
 			n = n*10 + int(aggregateKey[i]-'0')
