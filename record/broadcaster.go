@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/internal/ratelog"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/watch"
 )
@@ -28,7 +29,7 @@ type broadcaster struct {
 	names  nameClock
 	kinds  kindCache
 	c      counters
-	drops  dropLog
+	drops  *ratelog.Limiter // one loud drop line per reason and interval
 
 	// ctx is cancelled when the broadcaster has shut down; the engines log
 	// through it.
@@ -78,6 +79,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 		logger:       logger,
 		b:            watch.NewLongQueueBroadcaster(cfg.queueLength, watch.DropIfChannelFull),
 		shutdownDone: make(chan struct{}),
+		drops:        ratelog.New(numSlots),
 	}
 	eb.ctx, eb.cancel = context.WithCancel(klog.NewContext(context.Background(), logger))
 	if done := cfg.ctx.Done(); done != nil {
@@ -194,7 +196,7 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
 	res, err := p.corr.EventCorrelate(ev)
 	if err != nil || res == nil || (!res.Skip && res.Event == nil) {
 		// Cannot happen for a non-nil event; count it rather than lose it.
-		eb.c.invalid.Add(1)
+		eb.c.dropped[slotInvalid].Add(1)
 		eb.logger.Error(err, "Unable to correlate event, dropping it", "event", klog.KObj(ev))
 		return
 	}
@@ -332,9 +334,9 @@ func (eb *broadcaster) Stats() Stats {
 	s := Stats{
 		Recorded: eb.c.recorded.Load(),
 		Dropped: Drops{
-			Invalid:       eb.c.invalid.Load(),
-			QueueFull:     eb.c.queueFull.Load(),
-			AfterShutdown: eb.c.afterShutdown.Load(),
+			Invalid:       eb.c.dropped[slotInvalid].Load(),
+			QueueFull:     eb.c.dropped[slotQueueFull].Load(),
+			AfterShutdown: eb.c.dropped[slotAfterShutdown].Load(),
 		},
 	}
 	bs := eb.b.Stats()

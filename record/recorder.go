@@ -3,8 +3,6 @@ package record
 import (
 	"fmt"
 	"maps"
-	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -49,20 +47,20 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 	eb := r.eb
 	eb.c.recorded.Add(1)
 	if eb.stopping.Load() {
-		r.drop(&eb.c.afterShutdown, DropAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
+		r.drop(slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
 			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
 		return
 	}
 	ref, err := eb.kinds.reference(r.scheme, object)
 	if err != nil {
-		r.drop(&eb.c.invalid, DropInvalid, err, "Could not construct reference, will not report event",
+		r.drop(slotInvalid, err, "Could not construct reference, will not report event",
 			func() []any {
 				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", reason}
 			})
 		return
 	}
 	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
-		r.drop(&eb.c.invalid, DropInvalid, nil, "Unsupported event type, will not report event",
+		r.drop(slotInvalid, nil, "Unsupported event type, will not report event",
 			func() []any {
 				return []any{"object", klog.KRef(ref.Namespace, ref.Name), "eventType", eventtype, "reason", reason}
 			})
@@ -70,7 +68,7 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 	}
 	if len(annotations) > 0 {
 		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
-			r.drop(&eb.c.invalid, DropInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
+			r.drop(slotInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
 				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
 			return
 		}
@@ -102,48 +100,35 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 	sent, err := eb.b.ActionOrDrop(apiwatch.Added, ev)
 	switch {
 	case err != nil:
-		r.drop(&eb.c.afterShutdown, DropAfterShutdown, err, "Unable to record event: the broadcaster is shut down",
+		r.drop(slotAfterShutdown, err, "Unable to record event: the broadcaster is shut down",
 			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
 	case !sent:
-		r.drop(&eb.c.queueFull, DropQueueFull, nil, "Unable to record event: too many queued events, dropped event",
+		r.drop(slotQueueFull, nil, "Unable to record event: too many queued events, dropped event",
 			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
 	}
 }
 
 // drop counts one dropped event and logs it at a bounded rate: at error
-// level at most once per dropLogInterval per reason, else at V(4). It builds
+// level at most once per reason and ratelog.Interval, else at V(4). It builds
 // nothing when it does not log, so a drop costs no allocation.
-func (r *recorder) drop(counter *atomic.Int64, reason string, err error, msg string, kv func() []any) {
-	n := counter.Add(1)
-	if r.eb.drops.allow(reason, r.eb.cfg.clock.Now()) {
+func (r *recorder) drop(slot int, err error, msg string, kv func() []any) {
+	n := r.eb.c.dropped[slot].Add(1)
+	reason := slotReasons[slot]
+	if r.eb.drops.Allow(slot, r.eb.cfg.clock.Now()) {
 		r.logger.Error(err, msg, append(kv(), "dropReason", reason, "droppedForReason", n)...)
 	} else if v := r.logger.V(4); v.Enabled() {
 		v.Info(msg, append(kv(), "dropReason", reason, "droppedForReason", n, "err", err)...)
 	}
 }
 
-// dropLogInterval is the shortest time between two error-level logs for the
-// same drop reason; drops in between are logged at V(4) and always counted.
-const dropLogInterval = 10 * time.Second
+// The recorder's drop reasons, as slots of its counters and of its
+// drop-log limiter.
+const (
+	slotInvalid = iota
+	slotQueueFull
+	slotAfterShutdown
+	numSlots
+)
 
-// dropLog bounds the rate of drop logs per reason without a lock.
-type dropLog struct {
-	invalid, queueFull, afterShutdown atomic.Int64 // unix nanos of the last loud log
-}
-
-func (d *dropLog) allow(reason string, now time.Time) bool {
-	var last *atomic.Int64
-	switch reason {
-	case DropInvalid:
-		last = &d.invalid
-	case DropQueueFull:
-		last = &d.queueFull
-	default:
-		last = &d.afterShutdown
-	}
-	prev := last.Load()
-	if prev != 0 && now.UnixNano()-prev < int64(dropLogInterval) {
-		return false
-	}
-	return last.CompareAndSwap(prev, now.UnixNano())
-}
+// slotReasons names each slot with its metric label.
+var slotReasons = [numSlots]string{DropInvalid, DropQueueFull, DropAfterShutdown}

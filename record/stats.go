@@ -84,22 +84,20 @@ const (
 // ByReason returns the drops as a map from reason label to count, every
 // reason present.
 func (d Drops) ByReason() map[string]int64 {
-	return map[string]int64{
-		DropInvalid:                           d.Invalid,
-		DropQueueFull:                         d.QueueFull,
-		DropWatcherFull:                       d.WatcherFull,
-		DropAfterShutdown:                     d.AfterShutdown,
-		string(sink.DropAlreadyExists):        d.AlreadyExists,
-		string(sink.DropNamespaceTerminating): d.NamespaceTerminating,
-		string(sink.DropForbidden):            d.Forbidden,
-		string(sink.DropRejected):             d.Rejected,
-		string(sink.DropBadResponse):          d.BadResponse,
-		string(sink.DropRetriesExhausted):     d.RetriesExhausted,
-		string(sink.DropPendingFull):          d.PendingFull,
+	m := map[string]int64{
+		DropInvalid:       d.Invalid,
+		DropQueueFull:     d.QueueFull,
+		DropWatcherFull:   d.WatcherFull,
+		DropAfterShutdown: d.AfterShutdown,
 	}
+	for _, r := range sink.Reasons() {
+		m[string(r)] = d.Drops.Get(r)
+	}
+	return m
 }
 
 // counters are the recorder-side live counters.
 type counters struct {
-	recorded, invalid, queueFull, afterShutdown atomic.Int64
+	recorded atomic.Int64
+	dropped  [numSlots]atomic.Int64 // by recorder drop slot
 }

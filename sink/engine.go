@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/ratelog"
 )
 
 // Engine delivers events to an EventSink: per-key state, a keyed workqueue,
@@ -28,7 +30,7 @@ type Engine struct {
 	started bool
 	stopped bool
 	logger  klog.Logger
-	lastLog map[DropReason]time.Time
+	drops   *ratelog.Limiter // one loud drop line per reason and interval
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -83,7 +85,7 @@ func NewEngine(s EventSink, opts Options) (*Engine, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](bo,
 			workqueue.TypedRateLimitingQueueConfig[string]{Clock: o.Clock}),
 		pending: map[string]*entry{},
-		lastLog: map[DropReason]time.Time{},
+		drops:   ratelog.New(numReasons),
 		logger:  klog.Background(),
 	}
 	if o.QPS > 0 {
@@ -383,18 +385,11 @@ func (e *Engine) wait(ctx context.Context) error {
 	}
 }
 
-// dropLogInterval bounds the rate of drop logs per reason; drops in between
-// are logged at V(4) and always counted.
-const dropLogInterval = 30 * time.Second
-
-// logDrop logs n events dropped for reason (total so far) at a bounded rate.
+// logDrop logs n events dropped for reason (total so far): at error level
+// once per reason and ratelog.Interval, else at V(4).
 func (e *Engine) logDrop(reason DropReason, ev *v1.Event, n, total int64, err error) {
-	now := e.opts.Clock.Now()
+	loud := e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now())
 	e.mu.Lock()
-	loud := now.Sub(e.lastLog[reason]) >= dropLogInterval || e.lastLog[reason].IsZero()
-	if loud {
-		e.lastLog[reason] = now
-	}
 	logger := e.logger
 	e.mu.Unlock()
 	kv := []any{"dropReason", string(reason), "event", klog.KObj(ev), "object", objectRef(ev), "eventReason", ev.Reason, "events", n, "droppedForReason", total}

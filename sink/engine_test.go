@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -354,7 +355,9 @@ func TestOneWriterPerKey(t *testing.T) {
 			overlap.Store(true)
 		}
 		mu.Unlock()
-		time.Sleep(50 * time.Microsecond) // widen the window for an overlap
+		for range 100 {
+			runtime.Gosched() // widen the window for an overlap
+		}
 		mu.Lock()
 		active[ev.Name]--
 		mu.Unlock()

@@ -108,7 +108,7 @@ func isCancel(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ctx.Err()))
 }
 
-// describe returns a short text for logs.
+// String describes the verdict for logs and test failures.
 func (c Classification) String() string {
 	switch c.Class {
 	case Retry:

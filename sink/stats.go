@@ -65,6 +65,10 @@ type counters struct {
 	dropped                                                            [numReasons]atomic.Int64
 }
 
+// Reasons returns every reason the engine drops events for, in a fixed
+// order.
+func Reasons() []DropReason { return append([]DropReason(nil), reasons[:]...) }
+
 var reasons = [...]DropReason{DropAlreadyExists, DropNamespaceTerminating, DropForbidden, DropRejected, DropBadResponse, DropRetriesExhausted, DropPendingFull}
 
 const numReasons = len(reasons)
