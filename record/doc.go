@@ -43,10 +43,11 @@
 //
 // # Goroutines
 //
-// NewBroadcaster starts one goroutine; each StartEventWatcher, StartLogging,
-// StartStructuredLogging and StartRecordingToSink starts one more, and each
-// sink its engine's workers (4 by default). Shutdown, or cancelling the
-// context given with [WithContext], stops them all.
+// NewBroadcaster starts one goroutine (two with a cancellable [WithContext]
+// context); each StartEventWatcher, StartLogging, StartStructuredLogging and
+// StartRecordingToSink starts one more, and each sink also its engine's
+// workers (4 by default) and its workqueue's goroutines. Shutdown, or
+// cancelling the WithContext context, stops them all.
 //
 // # Tests
 //
