@@ -1,6 +1,7 @@
 package correlator
 
 import (
+	"cmp"
 	"k8s.io/utils/clock"
 )
 
@@ -83,18 +84,10 @@ func (o CorrelatorOptions) withDefaults() CorrelatorOptions {
 	if o.LRUCacheSize <= 0 {
 		o.LRUCacheSize = DefaultLRUCacheSize
 	}
-	if o.BurstSize == 0 {
-		o.BurstSize = DefaultBurstSize
-	}
-	if o.QPS == 0 {
-		o.QPS = DefaultQPS
-	}
-	if o.MaxEvents == 0 {
-		o.MaxEvents = DefaultMaxEvents
-	}
-	if o.MaxIntervalInSeconds == 0 {
-		o.MaxIntervalInSeconds = DefaultMaxIntervalInSeconds
-	}
+	o.BurstSize = cmp.Or(o.BurstSize, DefaultBurstSize)
+	o.QPS = cmp.Or(o.QPS, DefaultQPS)
+	o.MaxEvents = cmp.Or(o.MaxEvents, DefaultMaxEvents)
+	o.MaxIntervalInSeconds = cmp.Or(o.MaxIntervalInSeconds, DefaultMaxIntervalInSeconds)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

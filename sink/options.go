@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -54,33 +55,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Workers < 0 || o.Burst < 0 || o.MaxTries < 0 || o.MaxPending < 0 || o.BaseDelay < 0 || o.MaxDelay < 0 || o.RequestTimeout < 0 {
 		return o, errors.New("sink: negative option")
 	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.QPS == 0 {
-		o.QPS = DefaultQPS
-	}
-	if o.Burst == 0 {
-		o.Burst = DefaultBurst
-	}
-	if o.MaxTries == 0 {
-		o.MaxTries = DefaultMaxTries
-	}
-	if o.MaxPending == 0 {
-		o.MaxPending = DefaultMaxPending
-	}
-	if o.BaseDelay == 0 {
-		o.BaseDelay = DefaultBaseDelay
-	}
-	if o.MaxDelay == 0 {
-		o.MaxDelay = DefaultMaxDelay
-	}
-	if o.BaseDelay > o.MaxDelay {
-		o.BaseDelay = o.MaxDelay
-	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.QPS = cmp.Or(o.QPS, DefaultQPS)
+	o.Burst = cmp.Or(o.Burst, DefaultBurst)
+	o.MaxTries = cmp.Or(o.MaxTries, DefaultMaxTries)
+	o.MaxPending = cmp.Or(o.MaxPending, DefaultMaxPending)
+	o.MaxDelay = cmp.Or(o.MaxDelay, DefaultMaxDelay)
+	o.BaseDelay = min(cmp.Or(o.BaseDelay, DefaultBaseDelay), o.MaxDelay)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
