@@ -248,7 +248,7 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 		}
 		var abandoned int64
 		for _, p := range eb.sinkList() {
-			abandoned += p.engine.Stop()
+			abandoned += p.engine.Stop(ctx)
 		}
 		eb.cancel()
 		if abandoned > 0 {

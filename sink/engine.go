@@ -173,11 +173,22 @@ func (e *Engine) Barrier() <-chan struct{} {
 	return b.done
 }
 
+// Flush waits until every event added before the call has been written,
+// dropped or abandoned, or until ctx ends (it then returns ctx's error).
+func (e *Engine) Flush(ctx context.Context) error {
+	select {
+	case <-e.Barrier():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Stop cancels requests in flight, stops the workers, waits for them, and
 // counts every event not yet written as abandoned. It returns how many events
-// this call abandoned. To deliver first, wait on Barrier before calling
-// Stop. Stop is idempotent; Add after Stop counts the event as abandoned.
-func (e *Engine) Stop() int64 {
+// this call abandoned. To deliver first, call Flush before Stop. Stop is
+// idempotent; Add after Stop counts the event as abandoned.
+func (e *Engine) Stop(ctx context.Context) int64 {
 	before := e.c.abandoned.Load()
 	e.mu.Lock()
 	if e.stopped {

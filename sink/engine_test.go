@@ -64,7 +64,7 @@ func newHarness(t *testing.T, opts sink.Options) *harness {
 	}
 	h.eng = eng
 	eng.Start(ctx)
-	t.Cleanup(func() { eng.Stop() })
+	t.Cleanup(func() { eng.Stop(context.Background()) })
 	return h
 }
 
@@ -266,7 +266,7 @@ func TestBadResponseIsCountedNotACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng.Start(ctx)
-	defer eng.Stop()
+	defer eng.Stop(context.Background())
 	eng.Add("k", event("e", 1), nil)
 	<-eng.Barrier()
 	if s := eng.Stats(); s.Dropped.BadResponse != 1 {
@@ -327,7 +327,7 @@ func TestStopAbandonsAndCountsLateAdds(t *testing.T) {
 	<-entered
 	h.eng.Add("b", event("b", 1), nil)
 	h.eng.Add("b", event("b", 2), patchFor(2))
-	if n := h.eng.Stop(); n != 3 {
+	if n := h.eng.Stop(context.Background()); n != 3 {
 		t.Fatalf("Stop abandoned %d, want 3", n)
 	}
 	if h.eng.Add("c", event("c", 1), nil) {
@@ -427,7 +427,7 @@ func TestAccountingIdentity(t *testing.T) {
 				h.clock.Step(time.Millisecond)
 				time.Sleep(100 * time.Microsecond)
 			}
-			h.eng.Stop()
+			h.eng.Stop(context.Background())
 			s := h.eng.Stats()
 			sum := s.Created + s.Patched + s.Coalesced + s.Dropped.Total() + s.Abandoned + s.Pending + s.InFlight
 			if sum != added {
