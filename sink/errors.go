@@ -94,7 +94,7 @@ func Classify(err error, patching bool) Classification {
 		return Classification{Class: Drop, Reason: DropNamespaceTerminating}
 	case apierrors.IsForbidden(err):
 		return Classification{Class: Drop, Reason: DropForbidden}
-	case code == http.StatusTooManyRequests, code >= 500, code == http.StatusRequestTimeout, code == 0:
+	case code == http.StatusTooManyRequests, code >= 500, code == http.StatusRequestTimeout:
 		after, _ := apierrors.SuggestsClientDelay(err)
 		return Classification{Class: Retry, RetryAfter: time.Duration(after) * time.Second}
 	default:

@@ -38,7 +38,8 @@ type Options struct {
 	// BaseDelay and MaxDelay bound the per-key exponential backoff: the
 	// n-th retry waits a random time in [d/2, d] with d = BaseDelay·2^(n-1)
 	// capped at MaxDelay. A Retry-After from the server is honoured when it
-	// is longer. Defaults 500 ms and 10 s.
+	// is longer. Defaults 500 ms and 10 s. A negative MaxDelay means no
+	// wait at all between tries (client-go's WithSleepDuration(0)).
 	BaseDelay, MaxDelay time.Duration
 	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
 	RequestTimeout time.Duration
@@ -49,19 +50,27 @@ type Options struct {
 	// goroutine, outside the engine's locks. record uses it to feed the
 	// correlator (UpdateStateForKey).
 	OnWritten func(key string, ev *v1.Event)
+
+	noDelay bool // MaxDelay was negative: retry at once
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Workers < 0 || o.Burst < 0 || o.MaxTries < 0 || o.MaxPending < 0 || o.BaseDelay < 0 || o.MaxDelay < 0 || o.RequestTimeout < 0 {
+	if o.Workers < 0 || o.Burst < 0 || o.MaxTries < 0 || o.MaxPending < 0 || o.BaseDelay < 0 || o.RequestTimeout < 0 {
 		return o, errors.New("sink: negative option")
+	}
+	if o.MaxDelay < 0 { // no wait between tries
+		o.MaxDelay, o.BaseDelay = 0, 0
+		o.noDelay = true
 	}
 	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
 	o.QPS = cmp.Or(o.QPS, DefaultQPS)
 	o.Burst = cmp.Or(o.Burst, DefaultBurst)
 	o.MaxTries = cmp.Or(o.MaxTries, DefaultMaxTries)
 	o.MaxPending = cmp.Or(o.MaxPending, DefaultMaxPending)
-	o.MaxDelay = cmp.Or(o.MaxDelay, DefaultMaxDelay)
-	o.BaseDelay = min(cmp.Or(o.BaseDelay, DefaultBaseDelay), o.MaxDelay)
+	if !o.noDelay {
+		o.MaxDelay = cmp.Or(o.MaxDelay, DefaultMaxDelay)
+		o.BaseDelay = min(cmp.Or(o.BaseDelay, DefaultBaseDelay), o.MaxDelay)
+	}
 	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
