@@ -2,59 +2,65 @@ package sink
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/ratelog"
 )
 
-// Engine delivers events to an EventSink: per-key state, a keyed workqueue,
-// several workers, per-key retries with backoff. Create it with [NewEngine],
-// start it with [Engine.Start] and stop it with [Engine.Stop]; the goroutines
-// it starts run until Stop. All methods are safe for concurrent use.
+// Engine delivers events to an EventSink.
+//
+// It keeps the newest state of each key (a correlation key: one event on
+// the server) and writes keys oldest first, with several workers, never two
+// writes of one key at once. Failures of the server (transport errors,
+// timeouts, 5xx, 429) are shared: after one, the engine holds every key and
+// sends one probe at a time, after an exponential backoff with jitter (or
+// the server's Retry-After, up to MaxDelay); the first success releases
+// every key at once, through the write budget. The budget is a token bucket
+// (Options.QPS and Burst) whose rate adapts to the server: a 429 cuts it,
+// then it grows back (see [Options.DisableAdaptiveRate]). Answers about one
+// event (404 on a patch: create it; AlreadyExists, Forbidden, Invalid,
+// namespace terminating: drop it) stay with that key.
+//
+// Create it with [NewEngine], start it with [Engine.Start] and stop it with
+// [Engine.Stop]; the goroutines it starts (a dispatcher and Options.Workers
+// workers) run until Stop, whatever happens to the context given to Start.
+// All methods are safe for concurrent use.
 type Engine struct {
-	sink    EventSink
-	opts    Options
-	queue   workqueue.TypedRateLimitingInterface[string]
-	backoff *jitterBackoff
-	limiter *rate.Limiter // nil: unlimited
+	sink EventSink
+	opts Options
 
+	wake chan struct{} // cap 1: something changed, the dispatcher should look
+	work chan *task    // dispatcher -> workers; cap Workers, never full
+	quit chan struct{} // closed by Stop: the dispatcher returns
+	disp chan struct{} // closed when the dispatcher has returned
+	wg   sync.WaitGroup
+
+	// mu guards everything below, and the sched's state. It is never held
+	// during a sink call or a callback.
 	mu      sync.Mutex
-	pending map[string]*entry
+	s       *sched
+	idle    int // workers waiting for a task
 	started bool
 	stopped bool
+	ctx     context.Context // cancelled by Stop: cancels the requests in flight
+	cancel  context.CancelFunc
 	logger  klog.Logger
-	drops   *ratelog.Limiter // one loud drop line per reason and interval
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	c      counters
+	c       counters
+	drops   *ratelog.Limiter // one loud log line per reason and interval
 }
 
-// entry is the state of one correlation key.
-type entry struct {
-	next      *item     // newest state waiting to be written
-	busy      *item     // state a worker is writing
-	notBefore time.Time // a retry is scheduled: do not write before this
-}
-
-// item is one write: the newest event of a key and what it stands for.
-type item struct {
-	ev      *v1.Event
-	patch   []byte
-	create  bool       // the API server does not have this event yet
-	n       int64      // events this write stands for (itself plus coalesced ones)
-	waiters []*barrier // Barrier calls waiting for this write to finish
-}
-
-// barrier is one Barrier call waiting for the writes that were pending.
+// barrier is one Flush waiting for the writes that were pending.
 type barrier struct {
 	remaining int
 	done      chan struct{}
@@ -68,35 +74,48 @@ func (b *barrier) release() {
 }
 
 // NewEngine returns an engine writing to s. It starts nothing: call Start.
-// It returns an error for a nil sink or a negative option.
+// It returns an error for a nil sink (a nil interface or a nil pointer) or a
+// negative option.
 func NewEngine(s EventSink, opts Options) (*Engine, error) {
-	if s == nil {
+	if isNil(s) {
 		return nil, errorf("nil EventSink")
 	}
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	bo := &jitterBackoff{base: o.BaseDelay, max: o.MaxDelay, failures: map[string]int{}}
+	now := o.Clock.Now()
 	e := &Engine{
-		sink:    s,
-		opts:    o,
-		backoff: bo,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](bo,
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: o.Clock}),
-		pending: map[string]*entry{},
-		drops:   ratelog.New(numReasons),
-		logger:  klog.Background(),
+		sink:   s,
+		opts:   o,
+		wake:   make(chan struct{}, 1),
+		work:   make(chan *task, o.Workers),
+		quit:   make(chan struct{}),
+		disp:   make(chan struct{}),
+		s:      newSched(o, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now),
+		drops:  ratelog.New(numReasons + 1),
+		logger: klog.Background(),
 	}
-	if o.QPS > 0 {
-		e.limiter = rate.NewLimiter(rate.Limit(o.QPS), o.Burst)
-	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
 }
 
-// Start starts the workers. They log through klog.FromContext(ctx) and stop
-// when ctx ends or Stop is called; only Stop waits for them and accounts for
-// what is left. Calling Start more than once does nothing.
+func isNil(s EventSink) bool {
+	if s == nil {
+		return true
+	}
+	v := reflect.ValueOf(s)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Start starts the dispatcher and the workers. They log through
+// klog.FromContext(ctx). They run until Stop: ending ctx does not stop
+// them (Stop decides what happens to what is left). Calling Start more
+// than once, or after Stop, does nothing.
 func (e *Engine) Start(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -105,63 +124,73 @@ func (e *Engine) Start(ctx context.Context) {
 	}
 	e.started = true
 	e.logger = klog.FromContext(ctx)
-	e.ctx, e.cancel = context.WithCancel(ctx)
+	e.ctx = klog.NewContext(e.ctx, e.logger)
+	e.idle = e.opts.Workers
 	e.wg.Add(e.opts.Workers)
 	for range e.opts.Workers {
 		go e.worker()
 	}
+	go e.dispatch()
 }
 
 // Add hands the engine the newest state of key: the event to write and, for
-// an event the API server already has, the patch to send (nil means Create).
-// It never blocks. If key is already waiting, the waiting write is replaced
-// by this one, which carries the newer count. It returns false when the
-// event was dropped (too many keys waiting) or the engine is stopped; both
-// are counted.
+// an event the API server already has, the patch to send (nil means
+// Create). It never blocks.
+//
+// If a write of the same event (same name) is waiting, the new state
+// replaces it and carries its count. A state of another event of the same
+// key (the correlator started a new one) waits behind it as a write of its
+// own, so that no count is lost. It returns false when the event was
+// dropped (nil event, MaxPending writes waiting) or the engine is stopped;
+// both are counted.
 func (e *Engine) Add(key string, ev *v1.Event, patch []byte) bool {
-	it := &item{ev: ev, patch: patch, create: len(patch) == 0, n: 1}
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		e.c.abandoned.Add(1)
+	if ev == nil {
+		e.countDrop(DropNilEvent, nil, 1, errors.New("sink: Add called with a nil event"))
 		return false
 	}
-	en := e.pending[key]
-	if en == nil {
-		if len(e.pending) >= e.opts.MaxPending {
-			e.mu.Unlock()
-			e.logDrop(DropPendingFull, ev, 1, e.c.dropped[reasonIndex(DropPendingFull)].Add(1), nil)
-			return false
-		}
-		en = &entry{}
-		e.pending[key] = en
+	e.mu.Lock()
+	if e.stopped {
+		e.c.abandoned++
+		e.mu.Unlock()
+		return false
 	}
-	if old := en.next; old != nil {
-		it.n += old.n
-		it.create = it.create || old.create
-		it.waiters = old.waiters
+	now := e.opts.Clock.Now()
+	it := &item{ev: ev, patch: patch, create: len(patch) == 0, n: 1, since: now}
+	if !e.s.add(key, it, now) {
+		e.mu.Unlock()
+		e.countDrop(DropPendingFull, ev, 1, nil)
+		return false
 	}
-	en.next = it
-	e.c.pending.Add(1)
-	retrying := !en.notBefore.IsZero()
 	e.mu.Unlock()
-	if !retrying {
-		e.queue.Add(key)
-	}
+	e.poke()
 	return true
 }
 
+// poke wakes the dispatcher.
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Barrier returns a channel that is closed once every event added before the
-// call has been written, dropped or abandoned.
+// call has been written, dropped or abandoned. Prefer Flush, which also
+// forgets its wait when its context ends.
 func (e *Engine) Barrier() <-chan struct{} {
+	return e.barrier().done
+}
+
+func (e *Engine) barrier() *barrier {
 	b := &barrier{done: make(chan struct{})}
 	e.mu.Lock()
-	for _, en := range e.pending {
-		it := en.next
-		if it == nil {
-			it = en.busy
+	defer e.mu.Unlock()
+	for _, en := range e.s.entries {
+		if en.busy != nil && !en.busy.abandoned {
+			en.busy.it.waiters = append(en.busy.it.waiters, b)
+			b.remaining++
 		}
-		if it != nil {
+		for _, it := range en.queue {
 			it.waiters = append(it.waiters, b)
 			b.remaining++
 		}
@@ -169,141 +198,313 @@ func (e *Engine) Barrier() <-chan struct{} {
 	if b.remaining == 0 {
 		close(b.done)
 	}
-	e.mu.Unlock()
-	return b.done
+	return b
 }
 
 // Flush waits until every event added before the call has been written,
-// dropped or abandoned, or until ctx ends (it then returns ctx's error).
+// dropped or abandoned, or until ctx ends: it then returns ctx's error and
+// forgets its wait (nothing of it stays behind).
 func (e *Engine) Flush(ctx context.Context) error {
+	b := e.barrier()
 	select {
-	case <-e.Barrier():
+	case <-b.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-b.done:
+		return nil // finished while we took the lock
+	default:
+	}
+	drop := func(it *item) {
+		it.waiters = deleteBarrier(it.waiters, b)
+	}
+	for _, en := range e.s.entries {
+		if en.busy != nil {
+			drop(en.busy.it)
+		}
+		for _, it := range en.queue {
+			drop(it)
+		}
+	}
+	return ctx.Err()
 }
 
-// Stop cancels requests in flight, stops the workers, waits for them, and
-// counts every event not yet written as abandoned. It returns how many events
-// this call abandoned. To deliver first, call Flush before Stop. Stop is
-// idempotent; Add after Stop counts the event as abandoned.
+func deleteBarrier(ws []*barrier, b *barrier) []*barrier {
+	out := ws[:0]
+	for _, w := range ws {
+		if w != b {
+			out = append(out, w)
+		}
+	}
+	clear(ws[len(out):])
+	return out
+}
+
+// stopSlack is how long Stop waits, past its context, for writes that were
+// cancelled to return.
+const stopSlack = 100 * time.Millisecond
+
+// Stop cancels the requests in flight, stops the dispatcher and the workers
+// and counts every event not yet written as abandoned. It returns how many
+// events this call abandoned. To deliver first, call Flush before Stop.
+//
+// Stop returns once the workers have returned, or at the latest when ctx
+// ends plus a short slack (100 ms) for cancelled requests to return. A
+// write still under way then (a sink that ignores its context or has none)
+// is counted as abandoned now; its worker goroutine stays until the sink
+// call returns, and its result, if it comes, is not counted again (it is
+// logged at V(2)). Stop is idempotent; Add after Stop counts the event as
+// abandoned.
 func (e *Engine) Stop(ctx context.Context) int64 {
-	before := e.c.abandoned.Load()
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
 		return 0
 	}
 	e.stopped = true
-	if e.cancel != nil {
-		e.cancel()
-	}
+	started := e.started
+	before := e.c.abandoned
+	e.cancel()
+	close(e.quit)
 	e.mu.Unlock()
 
-	e.queue.ShutDown()
-	e.wg.Wait()
+	if started {
+		<-e.disp // never blocks for long: the dispatcher holds no call
+		close(e.work)
+		done := make(chan struct{})
+		go func() { e.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t := time.NewTimer(stopSlack)
+			select {
+			case <-done:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
 
 	e.mu.Lock()
-	for key, en := range e.pending {
-		if it := en.next; it != nil {
-			e.c.pending.Add(-it.n)
-			e.c.abandoned.Add(it.n)
-			for _, b := range it.waiters {
-				b.release()
-			}
+	defer e.mu.Unlock()
+	var abandoned int64
+	for key, en := range e.s.entries {
+		if t := en.busy; t != nil && !t.abandoned {
+			t.abandoned = true
+			abandoned += t.it.n
+			e.c.inFlight -= t.it.n
+			releaseAll(t.it)
 		}
-		delete(e.pending, key)
+		for _, it := range en.queue {
+			abandoned += it.n
+			releaseAll(it)
+		}
+		delete(e.s.entries, key)
 	}
-	e.mu.Unlock()
-	return e.c.abandoned.Load() - before
+	e.s.ready = nil
+	e.s.pendingEvents, e.s.pendingWrites = 0, 0
+	e.c.abandoned += abandoned
+	// What Stop counted, and the writes its cancel ended meanwhile.
+	return e.c.abandoned - before
 }
 
-// Stats returns a snapshot of the engine's counters.
-func (e *Engine) Stats() Stats { return e.c.snapshot() }
+func releaseAll(it *item) {
+	for _, b := range it.waiters {
+		b.release()
+	}
+	it.waiters = nil
+}
+
+// Stats returns a snapshot of the engine's counters and state. It takes
+// the engine's lock only briefly and never waits for a write.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.opts.Clock.Now()
+	st := e.c.snapshot()
+	st.Pending = e.s.pendingEvents
+	st.Server = ServerHealthy
+	if e.s.health.down {
+		st.Server = ServerProbing
+	}
+	st.Probes = e.s.health.probes
+	st.RateCuts = e.s.pace.cuts
+	st.WriteRate = e.s.pace.current(now)
+	if e.s.heldBack || e.s.health.down {
+		st.HeldBack = e.s.pendingEvents
+	}
+	if t := e.s.oldest(); !t.IsZero() {
+		st.OldestPending = now.Sub(t)
+	}
+	return st
+}
+
+// dispatch is the dispatcher goroutine: it hands the workers what the
+// scheduler allows, and sleeps until something changes or the scheduler's
+// next time comes.
+func (e *Engine) dispatch() {
+	defer close(e.disp)
+	for {
+		e.mu.Lock()
+		var at time.Time
+		for e.idle > 0 && !e.stopped {
+			t, next := e.s.next(e.opts.Clock.Now())
+			if t == nil {
+				at = next
+				break
+			}
+			if t.probe {
+				e.s.health.probes++
+			}
+			e.idle--
+			e.c.inFlight += t.it.n
+			e.work <- t // never blocks: cap Workers, at most idle tasks queued
+		}
+		e.mu.Unlock()
+
+		var timer <-chan time.Time
+		var tm clock.Timer
+		if !at.IsZero() {
+			tm = e.opts.Clock.NewTimer(at.Sub(e.opts.Clock.Now()))
+			timer = tm.C()
+		}
+		select {
+		case <-e.quit:
+		case <-e.wake:
+		case <-timer:
+		}
+		if tm != nil {
+			tm.Stop()
+		}
+		select {
+		case <-e.quit:
+			return
+		default:
+		}
+	}
+}
 
 func (e *Engine) worker() {
 	defer e.wg.Done()
-	for {
-		key, quit := e.queue.Get()
-		if quit {
-			return
-		}
-		e.process(key)
-		e.queue.Done(key)
+	for t := range e.work {
+		e.run(t)
 	}
 }
 
-// process writes the waiting state of key, once.
-func (e *Engine) process(key string) {
-	e.mu.Lock()
-	en := e.pending[key]
-	if en == nil || en.next == nil || en.busy != nil {
-		e.mu.Unlock()
-		return
-	}
-	if !en.notBefore.IsZero() {
-		if e.opts.Clock.Now().Before(en.notBefore) {
-			// Queued early by an Add; the scheduled retry will come.
-			e.mu.Unlock()
-			return
-		}
-		en.notBefore = time.Time{}
-	}
-	it := en.next
-	en.next, en.busy = nil, it
-	e.c.pending.Add(-it.n)
-	e.c.inFlight.Add(it.n)
-	e.mu.Unlock()
-
+// run writes one task and records its outcome.
+func (e *Engine) run(t *task) {
 	ctx := e.ctx
-	if err := e.wait(ctx); err != nil {
-		e.finish(key, en, it, func() { e.c.abandoned.Add(it.n) })
-		return
+	var out *v1.Event
+	err := ctx.Err()
+	if err == nil {
+		err = checkRequest(t.it.ev)
 	}
-	out, err := e.write(ctx, it)
+	if err == nil {
+		out, err = e.write(ctx, t.it)
+	}
+	var (
+		res        outcome
+		reason     DropReason
+		retryAfter time.Duration
+		overload   bool
+	)
 	switch {
 	case err == nil:
-		e.backoff.Forget(key)
-		if e.opts.OnWritten != nil {
-			e.opts.OnWritten(key, out)
-		}
-		e.finish(key, en, it, func() {
-			if it.create {
-				e.c.created.Add(1)
-			} else {
-				e.c.patched.Add(1)
-			}
-			e.c.coalesced.Add(it.n - 1)
-		})
+		res = outWritten
 	case isCancel(ctx, err):
-		e.finish(key, en, it, func() { e.c.abandoned.Add(it.n) })
+		res = outAbandoned
 	default:
-		cl := Classify(err, !it.create)
-		reason := cl.Reason
-		if cl.Class != Drop && e.backoff.NumRequeues(key)+1 < e.opts.MaxTries {
-			e.retry(key, en, it, cl, err)
-			return
+		cl := Classify(err, !t.it.create)
+		switch cl.Class {
+		case Drop:
+			res, reason = outDropped, cl.Reason
+		default: // Retry (CreateInstead was handled by write)
+			res, retryAfter, overload = outServerFailed, cl.RetryAfter, cl.Overload
 		}
-		if cl.Class != Drop {
-			reason = DropRetriesExhausted
+	}
+
+	e.mu.Lock()
+	if t.abandoned {
+		// Stop counted it already.
+		e.mu.Unlock()
+		if res != outAbandoned {
+			e.logger.V(2).Info("Event write returned after the engine stopped; it was counted as abandoned",
+				"event", klog.KObj(t.it.ev), "err", err)
 		}
-		e.backoff.Forget(key)
-		// Counted before the waiters are released, so a Flush that returns
-		// sees the drop in Stats; logged after.
-		var total int64
-		e.finish(key, en, it, func() { total = e.c.dropped[reasonIndex(reason)].Add(it.n) })
-		e.logDrop(reason, it.ev, it.n, total, err)
+		return
+	}
+	now := e.opts.Clock.Now()
+	e.c.inFlight -= t.it.n
+	exhausted, requeued := e.s.finish(t, res, retryAfter, overload, now)
+	var total int64
+	switch {
+	case requeued:
+		e.c.retried++
+	case exhausted:
+		reason = DropRetriesExhausted
+		total = e.c.drop(reason, t.it.n)
+	case res == outWritten:
+		if t.it.create {
+			e.c.created++
+		} else {
+			e.c.patched++
+		}
+		e.c.coalesced += t.it.n - 1
+	case res == outDropped:
+		total = e.c.drop(reason, t.it.n)
+	case res == outAbandoned:
+		e.c.abandoned += t.it.n
+	}
+	if !requeued {
+		// Counted before the waiters are released, so that a Flush that
+		// returns sees the outcome in Stats.
+		releaseAll(t.it)
+	}
+	e.idle++
+	e.mu.Unlock()
+	e.poke()
+
+	switch {
+	case res == outWritten:
+		if e.opts.OnWritten != nil {
+			e.callOnWritten(t.en.key, out)
+		}
+	case requeued:
+		e.logger.V(4).Info("Event write failed, will retry", "event", klog.KObj(t.it.ev), "object", objectRef(t.it.ev),
+			"reason", t.it.ev.Reason, "probe", t.probe, "err", err)
+	case exhausted, res == outDropped:
+		e.logDrop(reason, t.it.ev, t.it.n, total, err)
 	}
 }
 
+// callOnWritten runs the user's callback; a panic in it is logged, not
+// fatal (the write itself succeeded and is counted).
+func (e *Engine) callOnWritten(key string, out *v1.Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.logger.Error(fmt.Errorf("panic: %v", r), "OnWritten callback panicked", "event", klog.KObj(out))
+		}
+	}()
+	e.opts.OnWritten(key, out)
+}
+
+// errSinkPanicked wraps the value of a panic in a sink call.
+var errSinkPanicked = errors.New("sink: EventSink panicked")
+
 // write sends it to the sink: Create, or Patch falling back to Create when
-// the event is gone. On a fallback it.create becomes true.
-func (e *Engine) write(ctx context.Context, it *item) (*v1.Event, error) {
+// the event is gone. On a fallback it.create becomes true. A panic in the
+// sink becomes an error.
+func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: %v", errSinkPanicked, r)
+		}
+	}()
 	rctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
 	defer cancel()
-	var out *v1.Event
-	var err error
 	if !it.create {
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
 		if err == nil || Classify(err, true).Class != CreateInstead {
@@ -317,137 +518,67 @@ func (e *Engine) write(ctx context.Context, it *item) (*v1.Event, error) {
 	return checkResponse(out, err)
 }
 
+// checkResponse turns a success without a stored event (nil, or without a
+// name) into ErrBadResponse.
 func checkResponse(out *v1.Event, err error) (*v1.Event, error) {
-	if err == nil && out == nil {
+	if err == nil && (out == nil || out.Name == "") {
 		return nil, ErrBadResponse
 	}
 	return out, err
 }
 
-// finish ends the write of it: account (under the lock), release waiters,
-// and forget key unless a newer state is waiting.
-func (e *Engine) finish(key string, en *entry, it *item, account func()) {
+// errBadRequest marks a request the client could not even build: it would
+// fail the same way every time.
+type errBadRequest struct{ msg string }
+
+func (e *errBadRequest) Error() string { return "sink: cannot build the request: " + e.msg }
+
+// checkRequest refuses events whose request cannot be built (the path
+// segments client-go would reject), so that they are dropped at once as
+// rejected instead of retried.
+func checkRequest(ev *v1.Event) error {
+	if errs := validation.IsDNS1123Label(ev.Namespace); len(errs) > 0 {
+		return &errBadRequest{fmt.Sprintf("invalid namespace %q: %v", ev.Namespace, errs)}
+	}
+	if ev.Name == "" {
+		return &errBadRequest{"empty event name"}
+	}
+	if errs := path.IsValidPathSegmentName(ev.Name); len(errs) > 0 {
+		return &errBadRequest{fmt.Sprintf("invalid event name %q: %v", ev.Name, errs)}
+	}
+	return nil
+}
+
+// countDrop counts n events dropped for reason outside a write, and logs.
+func (e *Engine) countDrop(reason DropReason, ev *v1.Event, n int64, err error) {
 	e.mu.Lock()
-	e.c.inFlight.Add(-it.n)
-	if account != nil {
-		account()
-	}
-	for _, b := range it.waiters {
-		b.release()
-	}
-	en.busy = nil
-	if en.next == nil && e.pending[key] == en {
-		delete(e.pending, key)
-	}
+	total := e.c.drop(reason, n)
 	e.mu.Unlock()
+	e.logDrop(reason, ev, n, total, err)
 }
 
-// retry puts it back as the waiting state of key (merged with anything newer)
-// and schedules the key after its backoff or the server's Retry-After.
-func (e *Engine) retry(key string, en *entry, it *item, cl Classification, err error) {
-	delay := e.backoff.When(key)
-	if cl.RetryAfter > delay {
-		delay = cl.RetryAfter
-	}
-	e.logger.V(4).Info("Event write failed, will retry", "event", klog.KObj(it.ev), "object", objectRef(it.ev),
-		"reason", it.ev.Reason, "attempt", e.backoff.NumRequeues(key), "delay", delay, "err", err)
-
-	e.mu.Lock()
-	e.c.inFlight.Add(-it.n)
-	e.c.pending.Add(it.n)
-	if newer := en.next; newer != nil {
-		newer.n += it.n
-		newer.create = newer.create || it.create
-		newer.waiters = append(newer.waiters, it.waiters...)
-	} else {
-		en.next = it
-	}
-	en.busy = nil
-	en.notBefore = e.opts.Clock.Now().Add(delay)
-	e.mu.Unlock()
-	e.queue.AddAfter(key, delay)
-	// Counted last: once Retried moves, the retry is scheduled (tests step
-	// a fake clock on it).
-	e.c.retried.Add(1)
-}
-
-// wait takes a token from the write bucket, waiting on the engine's clock.
-func (e *Engine) wait(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if e.limiter == nil {
-		return nil
-	}
-	now := e.opts.Clock.Now()
-	r := e.limiter.ReserveN(now, 1)
-	d := r.DelayFrom(now)
-	if d <= 0 {
-		return nil
-	}
-	t := e.opts.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		r.CancelAt(e.opts.Clock.Now())
-		return ctx.Err()
-	}
-}
-
-// logDrop logs n events dropped for reason (total so far): at error level
-// once per reason and ratelog.Interval, else at V(4).
+// logDrop logs n events dropped for reason (total so far). AlreadyExists
+// and namespace-terminating drops are expected in normal operation and go
+// to V(5), as in client-go; the others are logged at error level once per
+// reason and ratelog.Interval, else at V(4).
 func (e *Engine) logDrop(reason DropReason, ev *v1.Event, n, total int64, err error) {
-	loud := e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now())
 	e.mu.Lock()
 	logger := e.logger
 	e.mu.Unlock()
-	kv := []any{"dropReason", string(reason), "event", klog.KObj(ev), "object", objectRef(ev), "eventReason", ev.Reason, "events", n, "droppedForReason", total}
-	if loud {
+	kv := []any{"dropReason", string(reason), "events", n, "droppedForReason", total}
+	if ev != nil {
+		kv = append(kv, "event", klog.KObj(ev), "object", objectRef(ev), "eventReason", ev.Reason)
+	}
+	switch {
+	case reason == DropAlreadyExists || reason == DropNamespaceTerminating:
+		logger.V(5).Info("Server rejected event (will not retry!)", append(kv, "err", err)...)
+	case e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now()):
 		logger.Error(err, "Dropped event, will not retry", kv...)
-	} else {
+	default:
 		logger.V(4).Info("Dropped event, will not retry", append(kv, "err", err)...)
 	}
 }
 
 func objectRef(ev *v1.Event) klog.ObjectRef {
 	return klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name)
-}
-
-// jitterBackoff is the workqueue rate limiter of the engine: per-key
-// exponential backoff with jitter in [d/2, d].
-type jitterBackoff struct {
-	base, max time.Duration
-	mu        sync.Mutex
-	failures  map[string]int
-}
-
-var _ workqueue.TypedRateLimiter[string] = (*jitterBackoff)(nil)
-
-func (b *jitterBackoff) When(key string) time.Duration {
-	b.mu.Lock()
-	n := b.failures[key]
-	b.failures[key] = n + 1
-	b.mu.Unlock()
-	d := b.max
-	if n < 32 {
-		if x := b.base << n; x > 0 && x < b.max {
-			d = x
-		}
-	}
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(d-half)+1))
-}
-
-func (b *jitterBackoff) NumRequeues(key string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.failures[key]
-}
-
-func (b *jitterBackoff) Forget(key string) {
-	b.mu.Lock()
-	delete(b.failures, key)
-	b.mu.Unlock()
 }

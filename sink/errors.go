@@ -31,8 +31,12 @@ const (
 	DropBadResponse DropReason = "bad_response"
 	// DropRetriesExhausted: the write failed MaxTries times in a row.
 	DropRetriesExhausted DropReason = "retries_exhausted"
-	// DropPendingFull: MaxPending keys were already waiting.
+	// DropPendingFull: MaxPending writes were already waiting.
 	DropPendingFull DropReason = "pending_full"
+	// DropNilEvent: Add was called with a nil event.
+	DropNilEvent DropReason = "nil_event"
+	// DropSinkPanicked: the EventSink panicked during the write.
+	DropSinkPanicked DropReason = "sink_panicked"
 )
 
 // ErrBadResponse is the error the engine reports for a sink that returned a
@@ -60,6 +64,9 @@ type Classification struct {
 	// RetryAfter is the delay the server asked for (429, 503 with
 	// Retry-After), or zero.
 	RetryAfter time.Duration
+	// Overload reports a 429: the server is shedding load, and the
+	// engine's adaptive write rate is cut.
+	Overload bool
 }
 
 // Classify sorts an error returned by an EventSink write. patching tells
@@ -68,14 +75,20 @@ type Classification struct {
 //
 // Transport errors, timeouts, 5xx and 429 are retried; 429 and 5xx carry the
 // server's Retry-After. AlreadyExists, Forbidden (including namespace
-// terminating) and every other 4xx are permanent. Errors of unknown types are
-// retried, like client-go does.
+// terminating), every other 4xx, a StatusError without an HTTP code, a
+// request the client cannot build, a sink that panicked and a success
+// without an event are permanent. Errors of unknown types are retried, like
+// client-go does.
 func Classify(err error, patching bool) Classification {
 	if errors.Is(err, ErrBadResponse) {
 		return Classification{Class: Drop, Reason: DropBadResponse}
 	}
+	if errors.Is(err, errSinkPanicked) {
+		return Classification{Class: Drop, Reason: DropSinkPanicked}
+	}
 	var rce *rest.RequestConstructionError
-	if errors.As(err, &rce) {
+	var bad *errBadRequest
+	if errors.As(err, &rce) || errors.As(err, &bad) {
 		return Classification{Class: Drop, Reason: DropRejected}
 	}
 	var status apierrors.APIStatus
@@ -96,7 +109,7 @@ func Classify(err error, patching bool) Classification {
 		return Classification{Class: Drop, Reason: DropForbidden}
 	case code == http.StatusTooManyRequests, code >= 500, code == http.StatusRequestTimeout:
 		after, _ := apierrors.SuggestsClientDelay(err)
-		return Classification{Class: Retry, RetryAfter: time.Duration(after) * time.Second}
+		return Classification{Class: Retry, RetryAfter: time.Duration(after) * time.Second, Overload: code == http.StatusTooManyRequests}
 	default:
 		return Classification{Class: Drop, Reason: DropRejected}
 	}

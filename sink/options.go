@@ -27,13 +27,20 @@ type Options struct {
 	Workers int
 	// QPS and Burst size the engine's own token bucket, shared by all its
 	// writes (retries included). Defaults 50 and 100. A negative QPS turns
-	// the bucket off.
+	// the configured limit off (the adaptive rate still applies after a 429).
 	QPS   float64
 	Burst int
+	// DisableAdaptiveRate keeps the write rate at QPS whatever the server
+	// answers. By default a 429 cuts the rate (to 0.7 times the rate of
+	// recent successful writes, at least 0.5/s), and it grows back by
+	// 1 write/s plus 15% per second: many engines writing to one server
+	// then share its capacity instead of offering a multiple of it.
+	DisableAdaptiveRate bool
 	// MaxTries is how many times one key is tried in a row before its
 	// waiting events are dropped as retries_exhausted. Default 12.
 	MaxTries int
-	// MaxPending caps the distinct keys waiting to be written. Default 10000.
+	// MaxPending caps the writes waiting (one per event waiting to be
+	// written; repeats of one event are one write). Default 10000.
 	MaxPending int
 	// BaseDelay and MaxDelay bound the per-key exponential backoff: the
 	// n-th retry waits a random time in [d/2, d] with d = BaseDelay·2^(n-1)

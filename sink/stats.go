@@ -1,75 +1,136 @@
 package sink
 
-import "sync/atomic"
+import "time"
 
-// Stats is a snapshot of an engine's counters. Every event handed to
-// [Engine.Add] is counted in exactly one of Created, Patched, Coalesced,
+// Stats is a snapshot of an engine's counters and state. Every event handed
+// to [Engine.Add] is counted in exactly one of Created, Patched, Coalesced,
 // Dropped, Abandoned, Pending or InFlight, so
 //
 //	added == Created + Patched + Coalesced + Dropped.Total() + Abandoned + Pending + InFlight
 //
-// holds at every snapshot taken while no Add or write is under way.
+// holds at every snapshot.
 type Stats struct {
 	// Created and Patched count writes that succeeded; each stands for the
 	// newest event of its key.
 	Created, Patched int64
 	// Coalesced counts events that reached the API server folded into a
-	// later write of the same key (it carried their count).
+	// later write of the same event (that write carried their count).
 	Coalesced int64
-	// Retried counts failed attempts that were scheduled again. It counts
+	// Retried counts failed attempts that were put back to wait. It counts
 	// attempts, not events, and is not part of the identity above.
 	Retried int64
-	// Abandoned counts events still waiting when the engine stopped.
+	// Abandoned counts events still unwritten when the engine stopped.
 	Abandoned int64
 	// Pending counts events waiting to be written; InFlight those in a
 	// write under way.
 	Pending, InFlight int64
 	// Dropped counts events given up for good, by reason.
 	Dropped Drops
+
+	// Server is the engine's view of the API server: healthy, or probing
+	// (a server-wide failure was seen; one request at a time goes until
+	// one succeeds).
+	Server ServerState
+	// Probes counts the requests sent as probes while the server was
+	// seen down.
+	Probes int64
+	// WriteRate is the current write budget in writes per second: the
+	// configured limit, or less after the server answered 429 (it grows
+	// back). +Inf means no limit.
+	WriteRate float64
+	// RateCuts counts the times a 429 cut the write rate.
+	RateCuts int64
+	// HeldBack counts the pending events that wait only because the
+	// server is down or the write budget is spent (a gauge).
+	HeldBack int64
+	// OldestPending is the age of the oldest event not yet written
+	// (pending or in flight); zero when none is.
+	OldestPending time.Duration
+}
+
+// ServerState is the engine's view of the API server.
+type ServerState int
+
+const (
+	// ServerHealthy: writes go at the write rate.
+	ServerHealthy ServerState = iota
+	// ServerProbing: the last request failed for a server-wide reason;
+	// one probe at a time goes, after a backoff, until one succeeds.
+	ServerProbing
+)
+
+// String returns "healthy" or "probing".
+func (s ServerState) String() string {
+	if s == ServerProbing {
+		return "probing"
+	}
+	return "healthy"
 }
 
 // Drops counts dropped events by [DropReason].
 type Drops struct {
-	AlreadyExists, NamespaceTerminating, Forbidden, Rejected, BadResponse, RetriesExhausted, PendingFull int64
+	AlreadyExists, NamespaceTerminating, Forbidden, Rejected, BadResponse, RetriesExhausted, PendingFull, NilEvent, SinkPanicked int64
 }
 
 // Total is the sum of all reasons.
 func (d Drops) Total() int64 {
-	return d.AlreadyExists + d.NamespaceTerminating + d.Forbidden + d.Rejected + d.BadResponse + d.RetriesExhausted + d.PendingFull
+	var n int64
+	for _, r := range reasons {
+		n += d.Get(r)
+	}
+	return n
 }
 
 // Get returns the count for one reason (0 for a reason that is not the engine's).
 func (d Drops) Get(r DropReason) int64 {
-	switch r {
-	case DropAlreadyExists:
-		return d.AlreadyExists
-	case DropNamespaceTerminating:
-		return d.NamespaceTerminating
-	case DropForbidden:
-		return d.Forbidden
-	case DropRejected:
-		return d.Rejected
-	case DropBadResponse:
-		return d.BadResponse
-	case DropRetriesExhausted:
-		return d.RetriesExhausted
-	case DropPendingFull:
-		return d.PendingFull
+	if p := d.field(r); p != nil {
+		return *p
 	}
 	return 0
 }
 
-// counters are the live, atomically updated form of Stats.
+func (d *Drops) field(r DropReason) *int64 {
+	switch r {
+	case DropAlreadyExists:
+		return &d.AlreadyExists
+	case DropNamespaceTerminating:
+		return &d.NamespaceTerminating
+	case DropForbidden:
+		return &d.Forbidden
+	case DropRejected:
+		return &d.Rejected
+	case DropBadResponse:
+		return &d.BadResponse
+	case DropRetriesExhausted:
+		return &d.RetriesExhausted
+	case DropPendingFull:
+		return &d.PendingFull
+	case DropNilEvent:
+		return &d.NilEvent
+	case DropSinkPanicked:
+		return &d.SinkPanicked
+	}
+	return nil
+}
+
+// counters are the engine's counters, guarded by the engine's mutex.
 type counters struct {
-	created, patched, coalesced, retried, abandoned, pending, inFlight atomic.Int64
-	dropped                                                            [numReasons]atomic.Int64
+	created, patched, coalesced, retried, abandoned, inFlight int64
+	dropped                                                   [numReasons]int64
+}
+
+// drop counts n events dropped for r and returns the total for r.
+func (c *counters) drop(r DropReason, n int64) int64 {
+	i := reasonIndex(r)
+	c.dropped[i] += n
+	return c.dropped[i]
 }
 
 // Reasons returns every reason the engine drops events for, in a fixed
 // order.
 func Reasons() []DropReason { return append([]DropReason(nil), reasons[:]...) }
 
-var reasons = [...]DropReason{DropAlreadyExists, DropNamespaceTerminating, DropForbidden, DropRejected, DropBadResponse, DropRetriesExhausted, DropPendingFull}
+var reasons = [...]DropReason{DropAlreadyExists, DropNamespaceTerminating, DropForbidden, DropRejected, DropBadResponse, DropRetriesExhausted, DropPendingFull, DropNilEvent, DropSinkPanicked}
 
 const numReasons = len(reasons)
 
@@ -83,23 +144,16 @@ func reasonIndex(r DropReason) int {
 }
 
 func (c *counters) snapshot() Stats {
-	d := func(r DropReason) int64 { return c.dropped[reasonIndex(r)].Load() }
-	return Stats{
-		Created:   c.created.Load(),
-		Patched:   c.patched.Load(),
-		Coalesced: c.coalesced.Load(),
-		Retried:   c.retried.Load(),
-		Abandoned: c.abandoned.Load(),
-		Pending:   c.pending.Load(),
-		InFlight:  c.inFlight.Load(),
-		Dropped: Drops{
-			AlreadyExists:        d(DropAlreadyExists),
-			NamespaceTerminating: d(DropNamespaceTerminating),
-			Forbidden:            d(DropForbidden),
-			Rejected:             d(DropRejected),
-			BadResponse:          d(DropBadResponse),
-			RetriesExhausted:     d(DropRetriesExhausted),
-			PendingFull:          d(DropPendingFull),
-		},
+	s := Stats{
+		Created:   c.created,
+		Patched:   c.patched,
+		Coalesced: c.coalesced,
+		Retried:   c.retried,
+		Abandoned: c.abandoned,
+		InFlight:  c.inFlight,
 	}
+	for i, r := range reasons {
+		*s.Dropped.field(r) = c.dropped[i]
+	}
+	return s
 }

@@ -1,0 +1,356 @@
+package sink
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// sched is the engine's state: the writes waiting per key, the order in
+// which keys are written, the shared health of the API server and the
+// adaptive write rate. It is a plain state machine: it starts no goroutine
+// and reads no clock (every method takes now), so that a simulation can run
+// many of them deterministically. The Engine holds it under its mutex.
+type sched struct {
+	maxTries   int
+	maxPending int
+	base, max  time.Duration // backoff of the server-wide probe
+	rnd        *rand.Rand    // jitter
+
+	entries map[string]*entry
+	ready   entryHeap // entries with a write waiting and none under way, oldest first
+	seq     uint64    // tie-break of the ready order: first come, first served
+
+	health health
+	pace   pacer
+
+	// window caps the writes under way, as TCP's congestion window: one
+	// after a server-wide failure, one more with each success, up to the
+	// number of workers. A fleet of engines coming back after an outage
+	// then sends one request each until the server has answered, not a
+	// burst each.
+	window, workers, inFlight int
+
+	// What is waiting, in events (an item stands for item.n events).
+	pendingEvents int64 // in queues (ready or not)
+	pendingWrites int   // items in queues: what MaxPending bounds
+	heldBack      bool  // the last next() found ready writes but was held by health or rate
+}
+
+// entry is the state of one key (one correlation key: one event on the
+// server, or a few when the correlator forgot it and started anew).
+type entry struct {
+	key      string
+	queue    []*item // waiting writes, oldest first; neighbours have different event names
+	busy     *task   // the write under way, if any
+	failures int     // consecutive failed tries of this key
+	order    int64   // position in the ready order (unix ns of its oldest wait, or of its requeue)
+	seq      uint64
+	idx      int // index in the ready heap, -1 when not in it
+}
+
+// item is one write: the newest state of one event and what it stands for.
+type item struct {
+	ev      *v1.Event
+	patch   []byte
+	create  bool       // the API server does not have this event yet
+	n       int64      // events this write stands for (itself plus coalesced ones)
+	since   time.Time  // when the oldest of those events was added
+	waiters []*barrier // Flush calls waiting for this write to finish
+}
+
+// task is one write handed to a worker.
+type task struct {
+	en     *entry
+	it     *item
+	probe  bool      // the one request allowed while the server is down
+	sentAt time.Time // when it was dispatched
+	// abandoned is set (under the engine's lock) by Stop when it gave up
+	// waiting for this write; the worker then accounts nothing.
+	abandoned bool
+}
+
+// outcome is what happened to a task's write.
+type outcome int
+
+const (
+	outWritten      outcome = iota // stored
+	outDropped                     // refused for good by the server or the sink (per key)
+	outServerFailed                // transport error, timeout, 5xx, 429: the server's fault
+	outAbandoned                   // the engine stopped under it
+)
+
+func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
+	s := &sched{
+		maxTries:   o.MaxTries,
+		maxPending: o.MaxPending,
+		base:       o.BaseDelay,
+		max:        o.MaxDelay,
+		rnd:        rnd,
+		entries:    map[string]*entry{},
+		window:     o.Workers,
+		workers:    o.Workers,
+	}
+	s.pace.init(o.QPS, o.Burst, !o.DisableAdaptiveRate, now)
+	return s
+}
+
+// add queues the newest state of key. It returns false when MaxPending
+// writes are already waiting (the caller counts the drop).
+func (s *sched) add(key string, it *item, now time.Time) bool {
+	en := s.entries[key]
+	if en != nil && len(en.queue) > 0 {
+		last := en.queue[len(en.queue)-1]
+		if last.ev.Name == it.ev.Name {
+			// The same event on the server: the newer state carries the
+			// older one's count, so it replaces it.
+			it.n += last.n
+			it.create = it.create || last.create
+			it.waiters = last.waiters
+			it.since = last.since
+			en.queue[len(en.queue)-1] = it
+			s.pendingEvents++
+			return true
+		}
+	}
+	if s.pendingWrites >= s.maxPending {
+		return false
+	}
+	if en == nil {
+		en = &entry{key: key, idx: -1}
+		s.entries[key] = en
+	}
+	// Another name (or none waiting): a write of its own, after the ones
+	// waiting, so that no count is lost.
+	en.queue = append(en.queue, it)
+	s.pendingEvents++
+	s.pendingWrites++
+	if en.busy == nil && en.idx < 0 {
+		s.push(en, it.since.UnixNano())
+	}
+	return true
+}
+
+func (s *sched) push(en *entry, order int64) {
+	s.seq++
+	en.order, en.seq = order, s.seq
+	heap.Push(&s.ready, en)
+}
+
+// next returns the write to start now, if any; otherwise the time at which
+// to ask again (zero: when something changes).
+func (s *sched) next(now time.Time) (*task, time.Time) {
+	s.heldBack = false
+	if len(s.ready) == 0 {
+		return nil, time.Time{}
+	}
+	if s.inFlight >= s.window {
+		s.heldBack = true
+		return nil, time.Time{}
+	}
+	probe := false
+	if s.health.down {
+		if s.health.probing {
+			s.heldBack = true
+			return nil, time.Time{}
+		}
+		if now.Before(s.health.probeAt) {
+			s.heldBack = true
+			return nil, s.health.probeAt
+		}
+		probe = true
+		s.health.probing = true
+	} else if wait := s.pace.take(now); wait > 0 {
+		s.heldBack = true
+		return nil, now.Add(wait)
+	}
+	en := heap.Pop(&s.ready).(*entry)
+	it := en.queue[0]
+	en.queue[0] = nil
+	en.queue = en.queue[1:]
+	s.pendingEvents -= it.n
+	s.pendingWrites--
+	t := &task{en: en, it: it, probe: probe, sentAt: now}
+	en.busy = t
+	s.inFlight++
+	return t, time.Time{}
+}
+
+// finish records the outcome of t. For outServerFailed, retryAfter is the
+// delay the server asked for and overload tells a 429. It returns what the
+// caller must account: the events written, dropped as retries exhausted
+// (exhausted), or put back to wait (requeued).
+func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload bool, now time.Time) (exhausted, requeued bool) {
+	en := t.en
+	en.busy = nil
+	s.inFlight--
+	switch out {
+	case outWritten, outDropped:
+		// The server answered: it is up.
+		s.health.up()
+		if out == outWritten {
+			s.pace.success(now)
+		}
+		s.window = min(s.workers, s.window+1)
+		en.failures = 0
+	case outServerFailed:
+		if t.probe {
+			s.health.probing = false
+		}
+		s.health.fail(now, t.sentAt, t.probe, retryAfter, s.base, s.max, s.rnd)
+		s.window = 1
+		if overload {
+			s.pace.overload(now, t.sentAt)
+		}
+		en.failures++
+		if en.failures >= s.maxTries {
+			en.failures = 0
+			exhausted = true
+			break
+		}
+		s.requeue(en, t.it)
+		order := en.queue[0].since.UnixNano()
+		if t.probe {
+			// Behind the others: a key whose write keeps failing must
+			// not be the probe every time, holding up the rest.
+			order = now.UnixNano()
+		}
+		s.push(en, order)
+		return false, true
+	case outAbandoned:
+		if t.probe {
+			s.health.probing = false
+		}
+	}
+	if len(en.queue) > 0 {
+		if en.idx < 0 {
+			s.push(en, en.queue[0].since.UnixNano())
+		}
+	} else if s.entries[en.key] == en {
+		delete(s.entries, en.key)
+	}
+	return exhausted, false
+}
+
+// requeue puts it back at the front of en's queue, merged with the next
+// write when that is the same event (which then carries it).
+func (s *sched) requeue(en *entry, it *item) {
+	s.pendingEvents += it.n
+	if len(en.queue) > 0 && en.queue[0].ev.Name == it.ev.Name {
+		nx := en.queue[0]
+		nx.n += it.n
+		nx.create = nx.create || it.create
+		nx.waiters = append(nx.waiters, it.waiters...)
+		if it.since.Before(nx.since) {
+			nx.since = it.since
+		}
+		return
+	}
+	en.queue = append(en.queue, nil)
+	copy(en.queue[1:], en.queue)
+	en.queue[0] = it
+	s.pendingWrites++
+}
+
+// oldest returns when the oldest event not yet written was added (zero if
+// none).
+func (s *sched) oldest() time.Time {
+	var t time.Time
+	for _, en := range s.entries {
+		if en.busy != nil && (t.IsZero() || en.busy.it.since.Before(t)) {
+			t = en.busy.it.since
+		}
+		for _, it := range en.queue {
+			if t.IsZero() || it.since.Before(t) {
+				t = it.since
+			}
+		}
+	}
+	return t
+}
+
+// health is the shared view of the API server: up, or down with one probe
+// at a time after an exponential backoff.
+type health struct {
+	down     bool
+	probing  bool      // the probe is under way
+	probeAt  time.Time // when the next probe may go
+	failures int       // consecutive escalations of the backoff
+	since    time.Time // when the server was last seen failing (the last escalation)
+	probes   int64     // probes sent (counted by the engine)
+}
+
+// fail records a server-wide failure of a request sent at sentAt. The
+// backoff grows only with failures that tell something new: the probe's, or
+// the first one, or one of a request sent after the last escalation; the
+// others are requests that were under way when the server went down.
+func (h *health) fail(now, sentAt time.Time, probe bool, retryAfter, base, max time.Duration, rnd *rand.Rand) {
+	if h.down && !probe && sentAt.Before(h.since) {
+		return
+	}
+	h.down = true
+	h.since = now
+	var d time.Duration
+	if ra := min(retryAfter, max); ra > 0 {
+		// The server said when to come back: then, and up to a quarter
+		// later at random, so that the engines it told the same thing do
+		// not all come back in the same instant. The exponential backoff
+		// does not grow: the server is answering, and the adaptive rate
+		// deals with its load.
+		d = ra + time.Duration(rnd.Int64N(int64(ra/4)+1))
+	} else {
+		h.failures++
+		d = backoff(h.failures, base, max, rnd)
+	}
+	h.probeAt = now.Add(d)
+}
+
+func (h *health) up() {
+	h.down, h.probing, h.failures = false, false, 0
+}
+
+// backoff is base·2^(n-1) capped at max, with jitter in [d/2, d].
+func backoff(n int, base, max time.Duration, rnd *rand.Rand) time.Duration {
+	d := max
+	if n-1 < 32 {
+		if x := base << (n - 1); x > 0 && x < max {
+			d = x
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	half := d / 2
+	return half + time.Duration(rnd.Int64N(int64(d-half)+1))
+}
+
+// entryHeap orders entries by (order, seq): the oldest wait first.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if h[i].order != h[j].order {
+		return h[i].order < h[j].order
+	}
+	return h[i].seq < h[j].seq
+}
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *entryHeap) Push(x any) {
+	en := x.(*entry)
+	en.idx = len(*h)
+	*h = append(*h, en)
+}
+func (h *entryHeap) Pop() any {
+	old := *h
+	n := len(old)
+	en := old[n-1]
+	old[n-1] = nil
+	en.idx = -1
+	*h = old[:n-1]
+	return en
+}
