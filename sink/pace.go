@@ -21,7 +21,7 @@ import (
 // the proportional one brings a lone engine back to a high limit in tens of
 // seconds, not hours.
 const (
-	aimdCut  = 0.7  // multiplicative decrease (TCP CUBIC's β)
+	aimdCut  = 0.7 // multiplicative decrease (TCP CUBIC's β)
 	aimdAdd  = 0.5
 	aimdGrow = 0.1
 	// minRate is the floor of the adaptive rate, in writes/s: an engine
