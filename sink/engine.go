@@ -426,6 +426,12 @@ func (e *Engine) run(t *task) {
 		}
 	}
 
+	if res == outWritten && e.opts.OnWritten != nil {
+		// Before the waiters are released: a Flush that returns has fed
+		// the correlator.
+		e.callOnWritten(t.en.key, out)
+	}
+
 	e.mu.Lock()
 	if t.abandoned {
 		// Stop counted it already.
@@ -468,10 +474,6 @@ func (e *Engine) run(t *task) {
 	e.poke()
 
 	switch {
-	case res == outWritten:
-		if e.opts.OnWritten != nil {
-			e.callOnWritten(t.en.key, out)
-		}
 	case requeued:
 		e.logger.V(4).Info("Event write failed, will retry", "event", klog.KObj(t.it.ev), "object", objectRef(t.it.ev),
 			"reason", t.it.ev.Reason, "probe", t.probe, "err", err)

@@ -2,9 +2,13 @@ package sink
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // EventSink knows how to store events. It has exactly the method set of
@@ -13,8 +17,10 @@ import (
 //
 // The engine may call the methods of one EventSink from several goroutines at
 // once, but never for the same event at the same time. On success a sink must
-// return the stored event; a nil event with a nil error is counted as a bad
-// response and dropped, never dereferenced. Update is never called.
+// return the stored event; a nil event (or one without a name) with a nil
+// error is counted as a bad response and dropped, never dereferenced. Update
+// is never called. A panic in a sink method is recovered and the event
+// counted as dropped (sink_panicked).
 type EventSink interface {
 	Create(event *v1.Event) (*v1.Event, error)
 	Update(event *v1.Event) (*v1.Event, error)
@@ -25,7 +31,8 @@ type EventSink interface {
 // prefers these methods when a sink has them: each request then carries the
 // engine's request timeout and is cancelled when the engine stops. A sink
 // without them is called through the plain methods, which cannot be
-// cancelled; the engine then waits for a call in flight to return.
+// cancelled: Stop then counts a write still under way as abandoned and
+// leaves its goroutine to end when the call returns.
 type ContextEventSink interface {
 	EventSink
 	CreateContext(ctx context.Context, event *v1.Event) (*v1.Event, error)
@@ -37,8 +44,16 @@ type ContextEventSink interface {
 //
 //	&sink.EventSinkImpl{Interface: clientset.CoreV1().Events("")}
 //
-// Each request goes to the namespace of the event it writes. It is safe for
+// or with [NewForConfig], which gives herald a client of its own. Each
+// request goes to the namespace of the event it writes. It is safe for
 // concurrent use.
+//
+// When the client is client-go's generated one (it has GetClient), each
+// request is sent with no retries inside client-go's REST client: a 429 or
+// a 5xx reaches the engine, which retries with its own policy (shared
+// server health, Retry-After, the adaptive write rate) instead of having it
+// hidden by up to ten retries inside one request. client-go's own
+// *typedcorev1.EventSinkImpl, given to the engine, is written the same way.
 type EventSinkImpl struct {
 	Interface typedcorev1.EventInterface
 }
@@ -48,6 +63,42 @@ var (
 	_ ContextEventSink = (*EventSinkImpl)(nil)
 	_ EventSink        = (*typedcorev1.EventSinkImpl)(nil)
 )
+
+// Defaults of the client NewForConfig builds.
+const (
+	// DefaultClientQPS and DefaultClientBurst are the client-side limits of
+	// the events client NewForConfig builds, as the kubelet's event client
+	// has (EventRecordQPS 50, EventBurst 100). They match the engine's
+	// default write limit, which is the one that shapes herald's writes.
+	DefaultClientQPS   = 50
+	DefaultClientBurst = 100
+)
+
+// NewForConfig returns an EventSinkImpl with an events client of its own,
+// built from a copy of cfg (the controller's rest.Config) with its own
+// client-side rate limit (DefaultClientQPS and DefaultClientBurst) and user
+// agent suffix " herald-events": herald's writes then never spend the
+// budget of the controller's API calls, and rest.Config's default 5 QPS
+// does not cap an event burst. The kubelet does the same for its events.
+// cfg is not modified.
+func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
+	if cfg == nil {
+		return nil, errorf("NewForConfig: nil rest.Config")
+	}
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = DefaultClientQPS, DefaultClientBurst
+	c.RateLimiter = nil
+	ua := c.UserAgent
+	if ua == "" {
+		ua = rest.DefaultKubernetesUserAgent()
+	}
+	c.UserAgent = ua + " herald-events"
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("sink: NewForConfig: %w", err)
+	}
+	return &EventSinkImpl{Interface: cs.CoreV1().Events("")}, nil
+}
 
 // Create stores a new event in the event's namespace.
 func (s *EventSinkImpl) Create(event *v1.Event) (*v1.Event, error) {
@@ -65,28 +116,82 @@ func (s *EventSinkImpl) Patch(event *v1.Event, data []byte) (*v1.Event, error) {
 	return s.PatchContext(context.Background(), event, data)
 }
 
+// restClient is what client-go's generated typed clients have besides their
+// interface: the REST client and the namespace they were made for.
+type restClient interface {
+	GetClient() rest.Interface
+	GetNamespace() string
+}
+
 // CreateContext is Create with a context that can cancel the request.
 func (s *EventSinkImpl) CreateContext(ctx context.Context, event *v1.Event) (*v1.Event, error) {
-	return s.Interface.CreateWithEventNamespaceWithContext(ctx, event)
+	rc, ok := s.Interface.(restClient)
+	if !ok {
+		return s.Interface.CreateWithEventNamespaceWithContext(ctx, event)
+	}
+	if err := checkNamespace(rc, event); err != nil {
+		return nil, err
+	}
+	out := &v1.Event{}
+	err := rc.GetClient().Post().
+		NamespaceIfScoped(event.Namespace, event.Namespace != "").
+		Resource("events").
+		Body(event).
+		MaxRetries(0).
+		Do(ctx).
+		Into(out)
+	return out, err
 }
 
 // PatchContext is Patch with a context that can cancel the request.
 func (s *EventSinkImpl) PatchContext(ctx context.Context, event *v1.Event, data []byte) (*v1.Event, error) {
-	return s.Interface.PatchWithEventNamespaceWithContext(ctx, event, data)
+	rc, ok := s.Interface.(restClient)
+	if !ok {
+		return s.Interface.PatchWithEventNamespaceWithContext(ctx, event, data)
+	}
+	if err := checkNamespace(rc, event); err != nil {
+		return nil, err
+	}
+	out := &v1.Event{}
+	err := rc.GetClient().Patch(types.StrategicMergePatchType).
+		NamespaceIfScoped(event.Namespace, event.Namespace != "").
+		Resource("events").
+		Name(event.Name).
+		Body(data).
+		MaxRetries(0).
+		Do(ctx).
+		Into(out)
+	return out, err
 }
 
-// create calls the context variant when the sink has one.
+// checkNamespace refuses, as client-go does, an event of another namespace
+// than the one a namespaced client was made for.
+func checkNamespace(rc restClient, event *v1.Event) error {
+	if ns := rc.GetNamespace(); ns != "" && event.Namespace != ns {
+		return &errBadRequest{fmt.Sprintf("event namespace %q differs from the client's %q", event.Namespace, ns)}
+	}
+	return nil
+}
+
+// create calls the context variant when the sink has one; client-go's
+// EventSinkImpl is written through its client like herald's.
 func create(ctx context.Context, s EventSink, ev *v1.Event) (*v1.Event, error) {
-	if cs, ok := s.(ContextEventSink); ok {
+	switch cs := s.(type) {
+	case ContextEventSink:
 		return cs.CreateContext(ctx, ev)
+	case *typedcorev1.EventSinkImpl:
+		return (&EventSinkImpl{Interface: cs.Interface}).CreateContext(ctx, ev)
 	}
 	return s.Create(ev)
 }
 
 // patch calls the context variant when the sink has one.
 func patch(ctx context.Context, s EventSink, ev *v1.Event, data []byte) (*v1.Event, error) {
-	if cs, ok := s.(ContextEventSink); ok {
+	switch cs := s.(type) {
+	case ContextEventSink:
 		return cs.PatchContext(ctx, ev, data)
+	case *typedcorev1.EventSinkImpl:
+		return (&EventSinkImpl{Interface: cs.Interface}).PatchContext(ctx, ev, data)
 	}
 	return s.Patch(ev, data)
 }

@@ -1,0 +1,17 @@
+package sink
+
+// WaitersForTest counts the Flush waits held by e's pending writes.
+func WaitersForTest(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, en := range e.s.entries {
+		if en.busy != nil {
+			n += len(en.busy.it.waiters)
+		}
+		for _, it := range en.queue {
+			n += len(it.waiters)
+		}
+	}
+	return n
+}
