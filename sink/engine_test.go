@@ -277,13 +277,41 @@ func TestBadResponseIsCountedNotACrash(t *testing.T) {
 	}
 }
 
-func TestRetriesExhausted(t *testing.T) {
+// A key whose writes fail while the server answers the others (a poison
+// key) is dropped after MaxTries of its own failures; failed probes are
+// not charged to it.
+func TestPoisonKeyRetriesExhausted(t *testing.T) {
 	h := newHarness(t, sink.Options{MaxTries: 3, BaseDelay: time.Second, MaxDelay: time.Second})
-	h.sink.SetFault(func(context.Context, sinktest.Op, *v1.Event) error { return errors.New("connection reset") })
+	h.sink.SetFault(func(_ context.Context, _ sinktest.Op, ev *v1.Event) error {
+		if ev.Name == "bad" {
+			return errors.New("connection reset")
+		}
+		return nil
+	})
+	h.eng.Add("bad", event("bad", 1), nil)
+	for i := 0; h.eng.Stats().Dropped.RetriesExhausted == 0; i++ {
+		if i > 100 {
+			t.Fatalf("poison key never dropped: %+v", h.eng.Stats())
+		}
+		h.eng.Add(fmt.Sprint("good", i), event(fmt.Sprint("good", i), 1), nil)
+		h.until("settled", func(s sink.Stats) bool { return s.InFlight == 0 })
+		h.clock.Step(time.Second)
+		time.Sleep(time.Millisecond)
+	}
+	if s := h.eng.Stats(); s.Dropped.Total() != 1 || s.Pending+s.InFlight != 0 && s.Created == 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// During an outage (every write fails) events wait; failed probes are not
+// tries, so nothing is dropped however long it lasts.
+func TestOutageDoesNotExhaustTries(t *testing.T) {
+	h := newHarness(t, sink.Options{MaxTries: 3, BaseDelay: time.Second, MaxDelay: time.Second})
+	h.sink.SetFault(func(context.Context, sinktest.Op, *v1.Event) error { return errors.New("connection refused") })
 	h.eng.Add("k", event("e", 1), nil)
-	h.stepUntil("dropped", time.Second, func(s sink.Stats) bool { return s.Dropped.RetriesExhausted == 1 })
-	if n := h.sink.Calls(sinktest.OpCreate); n != 3 {
-		t.Fatalf("%d tries, want 3", n)
+	h.stepUntil("ten probes", time.Second, func(s sink.Stats) bool { return s.Probes >= 10 })
+	if s := h.eng.Stats(); s.Dropped.Total() != 0 || s.Pending+s.InFlight != 1 || s.Server != sink.ServerProbing {
+		t.Fatalf("stats %+v", s)
 	}
 }
 

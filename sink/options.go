@@ -17,7 +17,7 @@ const (
 	DefaultMaxTries       = 12 // client-go's maxTriesPerEvent
 	DefaultMaxPending     = 10000
 	DefaultBaseDelay      = 500 * time.Millisecond
-	DefaultMaxDelay       = 10 * time.Second // client-go's sleep between tries
+	DefaultMaxDelay       = 2 * time.Second
 	DefaultRequestTimeout = 30 * time.Second
 )
 
@@ -36,17 +36,24 @@ type Options struct {
 	// 1 write/s plus 15% per second: many engines writing to one server
 	// then share its capacity instead of offering a multiple of it.
 	DisableAdaptiveRate bool
-	// MaxTries is how many times one key is tried in a row before its
-	// waiting events are dropped as retries_exhausted. Default 12.
+	// MaxTries is how many failed writes of one key, in a row, drop its
+	// events as retries_exhausted (default 12, client-go's). Only failures
+	// that can be the key's count: a failed probe, sent while the server
+	// was seen down, is the server's failure, so during an outage events
+	// wait (bounded by MaxPending) however long it lasts.
 	MaxTries int
 	// MaxPending caps the writes waiting (one per event waiting to be
 	// written; repeats of one event are one write). Default 10000.
 	MaxPending int
-	// BaseDelay and MaxDelay bound the per-key exponential backoff: the
-	// n-th retry waits a random time in [d/2, d] with d = BaseDelay·2^(n-1)
-	// capped at MaxDelay. A Retry-After from the server is honoured when it
-	// is longer. Defaults 500 ms and 10 s. A negative MaxDelay means no
-	// wait at all between tries (client-go's WithSleepDuration(0)).
+	// BaseDelay and MaxDelay bound the backoff between probes while the
+	// server is seen down: the n-th probe after the failure waits a random
+	// time in [d/2, d] with d = BaseDelay·2^(n-1) capped at MaxDelay. A
+	// Retry-After from the server is honoured instead, up to MaxDelay (so a
+	// server asking for an hour does not park events for an hour), plus up
+	// to a quarter more at random. Defaults 500 ms and 2 s: an engine sends
+	// at most one request every 2 s to a server that is down, and finds it
+	// back within 2 s of its return. A negative MaxDelay means no wait at
+	// all (client-go's WithSleepDuration(0)).
 	BaseDelay, MaxDelay time.Duration
 	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
 	RequestTimeout time.Duration

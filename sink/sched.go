@@ -204,7 +204,13 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		if overload {
 			s.pace.overload(now, t.sentAt)
 		}
-		en.failures++
+		// A failed probe is the server's failure, not the key's: while
+		// the server is down events wait, however long (MaxPending bounds
+		// them). A key that fails while the server answers the others is
+		// charged, and dropped after maxTries.
+		if !t.probe {
+			en.failures++
+		}
 		if en.failures >= s.maxTries {
 			en.failures = 0
 			exhausted = true

@@ -52,7 +52,7 @@ const (
 	sinkLatency = time.Millisecond
 	quiet       = 2 * time.Second  // no progress for this long: client-go is done
 	maxObserve  = 15 * time.Second // observation window after a burst, at most
-	outage      = 2 * time.Second
+	outage      = 3 * time.Second
 	retryBase   = 100 * time.Millisecond // herald's first retry delay in the outage scenarios
 	retrySleep  = 500 * time.Millisecond // herald's longest retry delay, client-go's sleep
 	manyTokens  = 1 << 30                // a spam-filter burst that is never reached
@@ -134,7 +134,7 @@ var scenarios = []scenario{
 		run:    shutdownAfterBurst(5000),
 	},
 	{
-		name: "outage-2s-connrefused-2000",
+		name: "outage-3s-connrefused-2000",
 		herald: throughput.
 			with(fmt.Sprintf("record.WithRetryBackoff(%v)", retryBase), record.WithRetryBackoff(retryBase)).
 			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), record.WithSleepDuration(retrySleep)),
@@ -143,7 +143,7 @@ var scenarios = []scenario{
 		run: outageDuringBurst(2000, bench.ConnRefused),
 	},
 	{
-		name: "outage-2s-503-2000",
+		name: "outage-3s-503-2000",
 		herald: throughput.
 			with(fmt.Sprintf("record.WithRetryBackoff(%v)", retryBase), record.WithRetryBackoff(retryBase)).
 			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), record.WithSleepDuration(retrySleep)),
@@ -359,7 +359,7 @@ func shutdownAfterBurst(n int) func(*testing.B, *pipeline) metrics {
 }
 
 // outageDuringBurst records one event for each of n objects at the start of
-// a 2 s outage of the 1 ms sink (every call fails with fail()), and measures
+// a 3 s outage of the 1 ms sink (every call fails with fail()), and measures
 // what is written in the end and how long after recovery the last write
 // came.
 func outageDuringBurst(n int, fail func() error) func(*testing.B, *pipeline) metrics {

@@ -106,8 +106,15 @@ type Env struct {
 	// LogFile is the server's combined output.
 	LogFile string
 
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when cmd has been waited for
+	bin        string
+	args       []string
+	adminToken string
+	timeout    time.Duration
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // the current process
+	exited chan struct{} // closed when cmd has been waited for
+
 	admin    kubernetes.Interface
 	logf     func(string, ...any)
 	stopOnce sync.Once
@@ -244,43 +251,77 @@ func launch(ctx context.Context, bin, dir string, attempt int, opts Options, adm
 	}
 	args = append(args, opts.ExtraArgs...)
 
-	logFile := filepath.Join(dir, fmt.Sprintf("kube-apiserver-%d.log", attempt))
-	out, err := os.Create(logFile)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
-	}
-	defer out.Close() // the child has its own descriptor
-
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("testenv: starting %s: %w", bin, err)
-	}
 	e := &Env{
 		RestrictedUser:      RestrictedUser,
 		RestrictedNamespace: RestrictedNamespace,
 		URL:                 "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Dir:                 dir,
-		LogFile:             logFile,
-		cmd:                 cmd,
-		exited:              make(chan struct{}),
+		LogFile:             filepath.Join(dir, fmt.Sprintf("kube-apiserver-%d.log", attempt)),
+		bin:                 bin,
+		args:                args,
+		adminToken:          adminToken,
+		timeout:             timeout,
 	}
-	go func() {
-		_ = cmd.Wait()
-		close(e.exited)
-	}()
-	if err := e.waitReady(ctx, adminToken, timeout); err != nil {
-		e.kill()
-		tail := logTail(logFile, logTailLines)
+	if err := e.run(ctx); err != nil {
+		tail := logTail(e.LogFile, logTailLines)
 		if strings.Contains(tail, "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortClash, err)
 		}
 		return nil, fmt.Errorf("testenv: kube-apiserver (%s) did not become ready: %w\n--- last lines of its log ---\n%s", bin, err, tail)
 	}
 	return e, nil
+}
+
+// run starts the server process with e's command line, appending to its
+// log, and waits until it is ready; on failure it kills it.
+func (e *Env) run(ctx context.Context) error {
+	out, err := os.OpenFile(e.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	defer out.Close() // the child has its own descriptor
+
+	cmd := exec.Command(e.bin, e.args...)
+	cmd.Dir = e.Dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("testenv: starting %s: %w", e.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	e.mu.Lock()
+	e.cmd, e.exited = cmd, exited
+	e.mu.Unlock()
+	if err := e.waitReady(ctx, e.adminToken, e.timeout); err != nil {
+		e.kill()
+		return err
+	}
+	return nil
+}
+
+// Halt stops the server process (SIGTERM, then SIGKILL after 15 s) but
+// keeps its data, its certificates and its port, so that [Env.Restart]
+// can start it again on the same data: meanwhile clients get "connection
+// refused", as from an API server that is restarting.
+func (e *Env) Halt() error {
+	if e.terminate() {
+		return fmt.Errorf("testenv: kube-apiserver did not exit within %v of SIGTERM and was killed", stopGrace)
+	}
+	return nil
+}
+
+// Restart starts the server halted by [Env.Halt] again, with the same
+// command line (port, data, certificates), and returns once it is ready.
+func (e *Env) Restart(ctx context.Context) error {
+	if err := e.run(ctx); err != nil {
+		return fmt.Errorf("testenv: restarting kube-apiserver: %w\n--- last lines of its log ---\n%s", err, logTail(e.LogFile, logTailLines))
+	}
+	return nil
 }
 
 // admissionPlugins returns EnableAdmissionPlugins plus the plugins named in
@@ -338,9 +379,10 @@ func (e *Env) waitReady(ctx context.Context, token string, timeout time.Duration
 		} else {
 			last = err.Error()
 		}
+		cmd, exited := e.process()
 		select {
-		case <-e.exited:
-			return fmt.Errorf("process exited (%v)", e.cmd.ProcessState)
+		case <-exited:
+			return fmt.Errorf("process exited (%v)", cmd.ProcessState)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %v (last check: %s): %w", timeout, last, ctx.Err())
 		case <-tick.C:
@@ -539,14 +581,15 @@ func (e *Env) Stop() error {
 	return e.stopErr
 }
 
-// terminate sends SIGTERM, waits up to stopGrace, then kills; it reports
-// whether a kill was needed.
+// terminate sends SIGTERM to the current process, waits up to stopGrace,
+// then kills; it reports whether a kill was needed.
 func (e *Env) terminate() (killed bool) {
-	signalGroup(e.cmd, sigterm)
+	cmd, exited := e.process()
+	signalGroup(cmd, sigterm)
 	t := time.NewTimer(stopGrace)
 	defer t.Stop()
 	select {
-	case <-e.exited:
+	case <-exited:
 		return false
 	case <-t.C:
 		e.kill()
@@ -556,8 +599,15 @@ func (e *Env) terminate() (killed bool) {
 
 // kill kills the process group at once and waits for the process.
 func (e *Env) kill() {
-	signalGroup(e.cmd, sigkill)
-	<-e.exited
+	cmd, exited := e.process()
+	signalGroup(cmd, sigkill)
+	<-exited
+}
+
+func (e *Env) process() (*exec.Cmd, chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cmd, e.exited
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -384,3 +384,39 @@ plugins:
 		t.Errorf("second Stop: %v", err)
 	}
 }
+
+// TestHaltRestartKeepsData halts a server of its own, checks that clients
+// are refused meanwhile, restarts it and finds what was written before.
+func TestHaltRestartKeepsData(t *testing.T) {
+	ctx := context.Background()
+	e, err := Start(ctx, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	cs := clientset(t, e.Admin)
+	if _, err := cs.CoreV1().Events("default").Create(ctx, testEvent("default", "before-halt"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	err = cs.CoreV1().RESTClient().Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).Error()
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("halted server answered: %v", err)
+	}
+	start := time.Now()
+	if err := e.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restarted in %v", time.Since(start))
+	if _, err := cs.CoreV1().Events("default").Get(ctx, "before-halt", metav1.GetOptions{}); err != nil {
+		t.Fatalf("data lost across the restart: %v", err)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.Dir); !os.IsNotExist(err) {
+		t.Fatalf("Stop left %s behind: %v", e.Dir, err)
+	}
+}
