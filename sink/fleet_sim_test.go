@@ -219,8 +219,10 @@ func fleetScenario(opts Options) simConfig {
 // Bounds asserted (what this engine reaches, with a margin; issue 13's
 // targets in brackets): everything stored; at most 10 requests per engine
 // while down [10]; at least 0.8 writes per request [0.8]; a peak of at most
-// 1.75x capacity [1.5x]; the first batch stored within 30 s of the return
-// [12 s].
+// 1.6x capacity [1.5x; reached: 1.47x-1.51x]; the first batch stored within
+// 25 s of the return [12 s; reached: 19.5-21 s: engines come back over
+// 2-4 s as their probes find the server, and each that finds a second
+// already full sits out the server's Retry-After].
 func TestFleetSimulation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -245,11 +247,11 @@ func TestFleetSimulation(t *testing.T) {
 				if ratio := float64(r.writes) / float64(r.requests); ratio < 0.8 {
 					t.Errorf("writes per request %.2f, want >= 0.8", ratio)
 				}
-				if float64(r.peak) > 1.75*cfg.capacity {
-					t.Errorf("peak %d requests/s, want <= %v", r.peak, 1.75*cfg.capacity)
+				if float64(r.peak) > 1.6*cfg.capacity {
+					t.Errorf("peak %d requests/s, want <= %v", r.peak, 1.6*cfg.capacity)
 				}
-				if r.firstBatchStored < 0 || r.firstBatchStored > 30*time.Second {
-					t.Errorf("first batch stored %v after the return, want <= 30s", r.firstBatchStored)
+				if r.firstBatchStored < 0 || r.firstBatchStored > 25*time.Second {
+					t.Errorf("first batch stored %v after the return, want <= 25s", r.firstBatchStored)
 				}
 			}
 		})

@@ -33,7 +33,7 @@ type Options struct {
 	// DisableAdaptiveRate keeps the write rate at QPS whatever the server
 	// answers. By default a 429 cuts the rate (to 0.7 times the rate of
 	// recent successful writes, at least 0.5/s), and it grows back by
-	// 1 write/s plus 15% per second: many engines writing to one server
+	// 0.5 write/s plus 10% per second: many engines writing to one server
 	// then share its capacity instead of offering a multiple of it.
 	DisableAdaptiveRate bool
 	// MaxTries is how many failed writes of one key, in a row, drop its

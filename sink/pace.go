@@ -22,8 +22,8 @@ import (
 // seconds, not hours.
 const (
 	aimdCut  = 0.7 // multiplicative decrease (TCP CUBIC's β)
-	aimdAdd  = 0.5
-	aimdGrow = 0.1
+	aimdAdd  = 0.5 // writes/s gained per second
+	aimdGrow = 0.1 // and this fraction of the rate per second
 	// minRate is the floor of the adaptive rate, in writes/s: an engine
 	// that is cut again and again still tries one write every two seconds
 	// (behind the server's Retry-After, which pauses it anyway).
@@ -32,7 +32,7 @@ const (
 	// limit again.
 	uncapRate = 10000
 	// successWindow is the time constant of the measured success rate.
-	successWindow = 3 * time.Second
+	successWindow = time.Second
 )
 
 // pacer is the engine's write budget: a token bucket whose rate adapts to
@@ -47,8 +47,10 @@ type pacer struct {
 	cutAt    time.Time // the last cut
 	cuts     int64     // cuts made
 
-	okRate float64   // successes per second, decaying with successWindow
-	okAt   time.Time // okRate measured at
+	okRate float64       // successes per second, decaying with successWindow
+	okAt   time.Time     // okRate measured at
+	active time.Duration // time the success rate has been measured (server up)
+	paused bool          // the server is seen down: the measure stands still
 }
 
 func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
@@ -116,11 +118,42 @@ func (p *pacer) success(now time.Time) {
 	p.okRate += 1 / successWindow.Seconds()
 }
 
+// decay ages the success rate to now. Only the time the server was seen up
+// counts (see pause): a pause for Retry-After or an outage is no evidence
+// of a lower share.
 func (p *pacer) decay(now time.Time) {
+	if p.paused {
+		return
+	}
 	if dt := now.Sub(p.okAt); dt > 0 {
 		p.okRate *= math.Exp(-dt.Seconds() / successWindow.Seconds())
+		p.active += dt
 		p.okAt = now
 	}
+}
+
+// pause stops the clock of the success rate while the server is seen
+// down; resume starts it again.
+func (p *pacer) pause(now time.Time) {
+	p.decay(now)
+	p.paused = true
+}
+
+func (p *pacer) resume(now time.Time) {
+	if p.paused {
+		p.paused = false
+		p.okAt = now
+	}
+}
+
+// measured is the success rate, corrected for a short history (an
+// exponential average that started at zero reads low at first).
+func (p *pacer) measured() float64 {
+	w := 1 - math.Exp(-p.active.Seconds()/successWindow.Seconds())
+	if w < 0.1 {
+		w = 0.1
+	}
+	return p.okRate / w
 }
 
 // overload records a 429 for a request sent at sentAt.
@@ -130,7 +163,7 @@ func (p *pacer) overload(now, sentAt time.Time) {
 	}
 	p.advance(now)
 	p.decay(now)
-	r := math.Max(minRate, aimdCut*math.Min(p.rate, p.okRate))
+	r := math.Max(minRate, aimdCut*math.Min(p.rate, p.measured()))
 	if r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())

@@ -46,9 +46,11 @@ type entry struct {
 	queue    []*item // waiting writes, oldest first; neighbours have different event names
 	busy     *task   // the write under way, if any
 	failures int     // consecutive failed tries of this key
-	order    int64   // position in the ready order (unix ns of its oldest wait, or of its requeue)
-	seq      uint64
-	idx      int // index in the ready heap, -1 when not in it
+	// probeFailed: the last write of this key was a probe, and failed.
+	probeFailed bool
+	order       int64 // position in the ready order: unix ns of its oldest waiting event
+	seq         uint64
+	idx         int // index in the ready heap, -1 when not in it
 }
 
 // item is one write: the newest state of one event and what it stands for.
@@ -90,7 +92,7 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 		max:        o.MaxDelay,
 		rnd:        rnd,
 		entries:    map[string]*entry{},
-		window:     o.Workers,
+		window:     1, // grows with the first successes, as TCP's initial window
 		workers:    o.Workers,
 	}
 	s.pace.init(o.QPS, o.Burst, !o.DisableAdaptiveRate, now)
@@ -167,6 +169,14 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		return nil, now.Add(wait)
 	}
 	en := heap.Pop(&s.ready).(*entry)
+	if probe && en.probeFailed && len(s.ready) > 0 {
+		// The oldest key failed the last probe it was: probe with the
+		// next one, so that a key whose writes fail (a poison key) does
+		// not keep the server looking down for the others.
+		alt := heap.Pop(&s.ready).(*entry)
+		heap.Push(&s.ready, en)
+		en = alt
+	}
 	it := en.queue[0]
 	en.queue[0] = nil
 	en.queue = en.queue[1:]
@@ -188,8 +198,10 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 	s.inFlight--
 	switch out {
 	case outWritten, outDropped:
+		en.probeFailed = false
 		// The server answered: it is up.
 		s.health.up()
+		s.pace.resume(now)
 		if out == outWritten {
 			s.pace.success(now)
 		}
@@ -201,6 +213,7 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		}
 		s.health.fail(now, t.sentAt, t.probe, retryAfter, s.base, s.max, s.rnd)
 		s.window = 1
+		defer s.pace.pause(now) // after a cut, which measures up to now
 		if overload {
 			s.pace.overload(now, t.sentAt)
 		}
@@ -217,13 +230,8 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 			break
 		}
 		s.requeue(en, t.it)
-		order := en.queue[0].since.UnixNano()
-		if t.probe {
-			// Behind the others: a key whose write keeps failing must
-			// not be the probe every time, holding up the rest.
-			order = now.UnixNano()
-		}
-		s.push(en, order)
+		en.probeFailed = t.probe
+		s.push(en, en.queue[0].since.UnixNano())
 		return false, true
 	case outAbandoned:
 		if t.probe {
