@@ -1,7 +1,10 @@
 ## bench: herald and client-go v0.37.2's tools/record side by side on the
 ## same scenarios (sub-benchmarks .../impl=herald and .../impl=client-go, in
 ## the same `go test` process): Eventf cost (record), correlator
-## (correlator), delivery scenarios (internal/bench). The raw output goes to
+## (correlator), delivery scenarios (internal/bench), and the scenarios that
+## need a server (internal/bench/server: a real kube-apiserver restarted, and
+## a hundred controllers against one loopback Events API with an outage and a
+## capacity; `apiserver` is built first). The raw output goes to
 ## $(BENCH_OUT), then internal/bench/cmd/benchtable prints a markdown table of
 ## the ratios herald / client-go and of herald's targets. A few minutes on a
 ## 2-core machine. BENCH_STRICT=1 fails the target when a herald target is
@@ -13,12 +16,13 @@ BENCH_SCENARIO_TIME ?= 1x
 BENCH_STRICT ?=
 
 bench: SHELL := /bin/bash
-bench:
+bench: apiserver
 	@set -o pipefail; \
 	{ status=0; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventf' -benchmem -benchtime $(BENCH_MICRO_TIME) ./record || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./correlator || status=1; \
 	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
+	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/bench/server || status=1; \
 	  exit $$status; \
 	} 2>&1 | tee $(BENCH_OUT); status=$$?; \
 	echo; \

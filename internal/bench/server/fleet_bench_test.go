@@ -39,22 +39,20 @@ const (
 
 func BenchmarkFleet(b *testing.B) {
 	for _, c := range []struct {
-		name   string
-		impl   string
-		herald []record.BroadcasterOption
-		note   string
+		scenario, impl string
+		herald         []record.BroadcasterOption
+		note           string
 	}{
-		{name: "impl=herald", impl: "herald", note: "herald defaults (write limit 50/s, burst 100, 4 workers)"},
-		{name: "impl=client-go", impl: "client-go", note: "client-go defaults"},
-		{name: "impl=herald-nolimit", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald, record.WithWriteLimit(-1, 0)"},
+		{scenario: "defaults", impl: "herald", note: "herald's defaults (write limit 50/s, burst 100, 4 workers)"},
+		{scenario: "defaults", impl: "client-go", note: "client-go's defaults"},
+		{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald with record.WithWriteLimit(-1, 0)"},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.Logf("benchnote: Fleet: %d controllers (clientsets QPS 20/Burst 30, sinks on those clientsets), %d events each at the start of a %v outage (503), then capacity %d requests/s (429 Retry-After 1 above it), %d more each %v after the return. %s: %s.",
-				fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, c.name, c.note)
+		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
+			b.Logf("benchnote: Fleet/%s: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s (429 Retry-After 1 above it); %d more each %v after its return. %s. s-to-first-batch: from the return until the first %d are stored (%v: never).",
+				c.scenario, fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, c.note, fleetControllers*fleetBatch, fleetMax)
 			var sums fleetResult
 			for range b.N {
-				r := runFleet(b, c.impl, c.herald)
-				sums.add(r)
+				sums.add(runFleet(b, c.impl, c.herald))
 			}
 			sums.report(b, b.N)
 		})

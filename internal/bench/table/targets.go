@@ -61,6 +61,16 @@ var Targets = []*Target{
 	// requests that were under way when it began (the workers).
 	{Scenario: `^bench/Delivery/outage`, Metric: "failed-writes", Desc: "herald ≤ 40 (probes, not keys × tries)", Check: heraldAtMost("failed-writes", 40)},
 	{Scenario: `^bench/Delivery/`, Metric: "lost", Desc: "herald 0", Check: heraldAtMost("lost", 0)},
+	// Issue 8: a real kube-apiserver stopped for 5 s.
+	{Scenario: `^server/Restart`, Metric: "stored", Desc: "herald = recorded", Check: heraldEqualsMetric("stored", "recorded")},
+	{Scenario: `^server/Restart`, Metric: "settled-ms", Desc: "herald ≤ 2000", Check: heraldAtMost("settled-ms", 2000)},
+	// Issue 13: a hundred controllers against one server.
+	{Scenario: `^server/Fleet`, Metric: "stored", Desc: "herald = recorded", Check: heraldEqualsMetric("stored", "recorded")},
+	{Scenario: `^server/Fleet`, Metric: "max-requests-down-per-controller", Desc: "herald ≤ 10", Check: heraldAtMost("max-requests-down-per-controller", 10)},
+	{Scenario: `^server/Fleet`, Metric: "writes/request", Desc: "herald ≥ 0.8", Check: func(h, _ map[string]float64) bool { return h["writes/request"] >= 0.8 }},
+	{Scenario: `^server/Fleet`, Metric: "peak-requests/s", Desc: "herald ≤ 450 (1.5× capacity)", Check: heraldAtMost("peak-requests/s", 450)},
+	{Scenario: `^server/Fleet`, Metric: "s-to-first-batch", Desc: "herald ≤ 12", Check: heraldAtMost("s-to-first-batch", 12)},
+	{Scenario: `^server/`, Metric: "lost", Desc: "herald 0", Check: heraldAtMost("lost", 0)},
 	{Scenario: `^bench/Delivery/`, Metric: "goroutines-leaked", Desc: "herald 0", Check: heraldAtMost("goroutines-leaked", 0)},
 }
 
