@@ -6,27 +6,58 @@
 //     method set is client-go's, so client-go's own *typedcorev1.EventSinkImpl
 //     satisfies it. [ContextEventSink] adds context-taking variants that let a
 //     deadline or a shutdown cancel a request in flight; herald's [EventSinkImpl]
-//     implements both.
+//     implements both, and [NewForConfig] builds one with an events client of
+//     its own.
 //   - [Classify], which sorts the errors a sink returns into the classes the
-//     delivery engine acts on: retried (transport errors, 5xx, 429), Create on
-//     Patch NotFound, and permanent drops (AlreadyExists, namespace terminating,
-//     Forbidden, other 4xx, a sink that returns nonsense).
-//   - [Engine], the delivery engine. It keeps the latest state of every
-//     correlation key, hands keys to several workers through a typed
-//     rate-limited workqueue, and retries per key with exponential backoff and
-//     jitter, so one failing object or one slow request never holds up the
-//     others. Repeats of a key that is still waiting are coalesced into one
-//     write that carries the latest count. Every event it is given ends counted
-//     in exactly one of [Stats]' buckets.
+//     delivery engine acts on: retried (transport errors, timeouts, 5xx,
+//     429), Create on Patch NotFound, and permanent drops (AlreadyExists,
+//     namespace terminating, Forbidden, other 4xx, a request that cannot be
+//     built, a sink that panics or returns nonsense).
+//   - [Engine], the delivery engine.
 //
 // Most users never touch this package directly: record.EventBroadcaster's
-// StartRecordingToSink builds an Engine around the sink it is given.
+// StartRecordingToSink builds an Engine around the sink it is given. What
+// they choose is the sink: [NewForConfig] (recommended: herald's writes get
+// a client and a budget of their own) or an [EventSinkImpl] over the
+// controller's clientset.
 //
-// # Engine contract
+// # The engine
 //
-// Add never blocks: when MaxPending distinct keys are already waiting, a new key
-// is dropped and counted (an existing key still coalesces). One key is never
-// written by two workers at once, so the count stored in the API server only
-// grows. Writes pass through the engine's own token bucket so an event storm
-// cannot use up the controller's API budget.
+// The engine keeps, per correlation key, the writes waiting (the newest
+// state of each event: repeats of an event that is still waiting are
+// coalesced into one write carrying the latest count; a new event of the
+// same key waits behind as a write of its own, so no count is lost). A
+// dispatcher hands keys to several workers, oldest first, never one key to
+// two workers at once, so the count stored in the API server only grows.
+//
+// Failures of the server (transport errors, timeouts, 5xx, 429) are shared:
+// after one, every key waits and one probe at a time goes, after an
+// exponential backoff with jitter (Options.BaseDelay, MaxDelay) or the
+// server's Retry-After (capped at MaxDelay); its first success releases
+// every key at once. Answers about one event stay with that key: 404 on a
+// patch creates it, AlreadyExists, Forbidden, Invalid and namespace
+// terminating drop it. A key whose writes fail while the server answers
+// the others is dropped after MaxTries of its own failures; failed probes
+// are not charged to a key, so during an outage events wait, however long
+// it lasts (MaxPending bounds them).
+//
+// Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
+// default) whose rate adapts to the server: a 429 cuts it to 0.7 times the
+// rate of recent successful writes, and it grows back by 0.5 writes/s plus
+// 10% per second while writes wait for it (additive increase,
+// multiplicative decrease). In-flight writes are bounded by a window that
+// starts at one and falls back to one after a server-wide failure, as TCP's.
+// Many engines writing to one server then converge to its capacity instead
+// of offering a multiple of it, and send about one probe each per backoff
+// step while it is down. [Stats] shows the server state, the current rate,
+// the events held back and the age of the oldest pending event.
+//
+// # Contract
+//
+// Add never blocks: when MaxPending writes are already waiting, a new one is
+// dropped and counted (a repeat of a waiting event still coalesces). Every
+// event given to Add ends counted in exactly one of Stats' buckets. Stop
+// returns by its context's deadline (plus 100 ms) whatever the sink does;
+// a write still stuck then is counted as abandoned, and only its goroutine
+// stays until the sink call returns.
 package sink

@@ -81,6 +81,13 @@ func (d Drops) Total() int64 {
 	return n
 }
 
+// Add adds o's counts to d.
+func (d *Drops) Add(o Drops) {
+	for _, r := range reasons {
+		*d.field(r) += o.Get(r)
+	}
+}
+
 // Get returns the count for one reason (0 for a reason that is not the engine's).
 func (d Drops) Get(r DropReason) int64 {
 	if p := d.field(r); p != nil {
