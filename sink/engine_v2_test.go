@@ -46,6 +46,24 @@ func (o *outage) fault(ctx context.Context, op sinktest.Op, ev *v1.Event) error 
 	return nil
 }
 
+// downHarness is a harness whose server is down (every write fails with a
+// 503) until o.down is cleared.
+func downHarness(t *testing.T, opts sink.Options) (*harness, *outage) {
+	t.Helper()
+	o := &outage{}
+	o.down.Store(true)
+	h := newHarness(t, opts)
+	h.sink.SetFault(o.fault)
+	return h, o
+}
+
+// waitDown waits until the engine has seen the server down and has no
+// write under way.
+func (h *harness) waitDown() {
+	h.t.Helper()
+	h.until("server seen down", func(s sink.Stats) bool { return s.Server == sink.ServerProbing && s.InFlight == 0 })
+}
+
 // waitTimer waits until the dispatcher sleeps on the fake clock.
 func (h *harness) waitTimer() {
 	h.t.Helper()
@@ -61,14 +79,11 @@ func (h *harness) waitTimer() {
 // While the server is down the engine sends one probe at a time, after a
 // backoff; the first success releases every waiting key at once.
 func TestOutageOneProbeAtATimeThenReleaseAll(t *testing.T) {
-	o := &outage{}
-	o.down.Store(true)
-	h := newHarness(t, sink.Options{Workers: 8, BaseDelay: time.Second, MaxDelay: 4 * time.Second})
-	h.sink.SetFault(o.fault)
+	h, o := downHarness(t, sink.Options{Workers: 8, BaseDelay: time.Second, MaxDelay: 4 * time.Second})
 	for i := range 50 {
 		h.eng.Add(fmt.Sprint("k", i), event(fmt.Sprint("e", i), 1), nil)
 	}
-	h.until("server seen down", func(s sink.Stats) bool { return s.Server == sink.ServerProbing && s.InFlight == 0 })
+	h.waitDown()
 	first := o.calls.Load() // the requests already under way when it went down
 	if first > 8 {
 		t.Fatalf("%d requests before the engine held back, want at most the workers", first)
@@ -152,12 +167,9 @@ func TestAdaptiveRateCutAndGrowth(t *testing.T) {
 
 // Keys are written oldest first.
 func TestOldestFirst(t *testing.T) {
-	o := &outage{}
-	o.down.Store(true)
-	h := newHarness(t, sink.Options{Workers: 1, BaseDelay: time.Second, MaxDelay: time.Second})
-	h.sink.SetFault(o.fault)
+	h, o := downHarness(t, sink.Options{Workers: 1, BaseDelay: time.Second, MaxDelay: time.Second})
 	h.eng.Add("k0", event("e0", 1), nil)
-	h.until("down", func(s sink.Stats) bool { return s.Server == sink.ServerProbing && s.InFlight == 0 })
+	h.waitDown()
 	for i := 1; i <= 5; i++ {
 		h.clock.Step(time.Millisecond)
 		h.eng.Add(fmt.Sprint("k", i), event(fmt.Sprint("e", i), 1), nil)
@@ -180,12 +192,9 @@ func TestOldestFirst(t *testing.T) {
 // When the correlator starts a new event for a key (it forgot the old one)
 // while the old one's write waits, both are written: no count is lost.
 func TestNewNameDoesNotSwallowWaitingCount(t *testing.T) {
-	o := &outage{}
-	o.down.Store(true)
-	h := newHarness(t, sink.Options{BaseDelay: time.Second, MaxDelay: time.Second})
-	h.sink.SetFault(o.fault)
+	h, o := downHarness(t, sink.Options{BaseDelay: time.Second, MaxDelay: time.Second})
 	h.eng.Add("k", event("first", 1), nil)
-	h.until("down", func(s sink.Stats) bool { return s.Server == sink.ServerProbing && s.InFlight == 0 })
+	h.waitDown()
 	h.eng.Add("k", event("first", 2), patchFor(2))
 	h.eng.Add("k", event("first", 3), patchFor(3))
 	h.eng.Add("k", event("second", 1), nil) // a new name, count 1
@@ -275,14 +284,11 @@ func TestNilSinksRefused(t *testing.T) {
 
 // A Flush whose context ends leaves nothing behind.
 func TestFlushCancelForgetsItsWait(t *testing.T) {
-	o := &outage{}
-	o.down.Store(true)
-	h := newHarness(t, sink.Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
-	h.sink.SetFault(o.fault)
+	h, _ := downHarness(t, sink.Options{BaseDelay: time.Hour, MaxDelay: time.Hour})
 	for i := range 100 {
 		h.eng.Add(fmt.Sprint("k", i), event(fmt.Sprint("e", i), 1), nil)
 	}
-	h.until("down", func(s sink.Stats) bool { return s.Server == sink.ServerProbing && s.InFlight == 0 })
+	h.waitDown()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range 1000 {
