@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/eventname"
 )
@@ -22,6 +23,7 @@ type recorder struct {
 	scheme *runtime.Scheme
 	source v1.EventSource
 	logger klog.Logger
+	clock  clock.PassiveClock // timestamps; nil: the broadcaster's (tests set it, as client-go's recorderImpl.clock)
 }
 
 var _ EventRecorderLogger = (*recorder)(nil)
@@ -92,7 +94,11 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 		}
 		annotations = maps.Clone(annotations)
 	}
-	now := eb.cfg.clock.Now()
+	clk := r.clock
+	if clk == nil {
+		clk = eb.cfg.clock
+	}
+	now := clk.Now()
 	t := metav1.Time{Time: now}
 	namespace := ref.Namespace
 	if namespace == "" {
