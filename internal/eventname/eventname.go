@@ -123,10 +123,15 @@ func sanitize(s string, max int) string {
 		if !isAlnum(c) && (len(b) == 0 || b[len(b)-1] == '.') {
 			continue
 		}
-		// A dot must not follow a dash.
-		if c == '.' && b[len(b)-1] == '-' {
-			b[len(b)-1] = '.'
-			continue
+		// A label must end with an alphanumeric character: drop the dashes
+		// before a dot, and the dot if the label is then empty.
+		if c == '.' {
+			for len(b) > 0 && b[len(b)-1] == '-' {
+				b = b[:len(b)-1]
+			}
+			if len(b) == 0 || b[len(b)-1] == '.' {
+				continue
+			}
 		}
 		b = append(b, c)
 	}
@@ -140,14 +145,26 @@ func sanitize(s string, max int) string {
 }
 
 // Truncate cuts s to at most limit bytes without splitting a UTF-8
-// sequence. A limit <= 0 means no limit. It does not allocate.
+// sequence: if the cut falls inside a valid multi-byte character, that
+// character goes. Invalid bytes are cut like single bytes, so an invalid
+// string is never cut by more than the limit asks. A limit <= 0 means no
+// limit. It does not allocate.
 func Truncate(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	// Look back for the first byte of the character s[limit] belongs to.
+	for start := limit; start >= 0 && start > limit-utf8.UTFMax; start-- {
+		if !utf8.RuneStart(s[start]) {
+			continue
+		}
+		if start < limit {
+			r, size := utf8.DecodeRuneInString(s[start:])
+			if (r != utf8.RuneError || size > 1) && start+size > limit {
+				return s[:start]
+			}
+		}
+		break
 	}
-	return s[:cut]
+	return s[:limit]
 }

@@ -18,7 +18,7 @@ func TestNameMatchesClientGo(t *testing.T) {
 }
 
 func TestNameAlwaysValid(t *testing.T) {
-	for _, name := range []string{"", "Pod_A", "a..b", "-x-", "x.-y", "UPPER.lower", strings.Repeat("a", 300), "日本語", ".", "a-.b", "a.b.", strings.Repeat("ab.", 100)} {
+	for _, name := range []string{"", "Pod_A", "a..b", "-x-", "x.-y", "UPPER.lower", strings.Repeat("a", 300), "日本語", ".", "a-.b", "a.b.", strings.Repeat("ab.", 100), "0  .0", "a--.b", "a_-_.b", "-.-.-", "a.-.b"} {
 		got := Name(name, 12345)
 		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
 			t.Errorf("Name(%q) = %q: %v", name, got, errs)
@@ -45,6 +45,9 @@ func TestTruncate(t *testing.T) {
 		{"héllo", 2, "h"}, // é is 2 bytes: never split it
 		{"日本語", 4, "日"},
 		{"abc", 0, "abc"},
+		{"a\uFFFDb", 3, "a"},                        // U+FFFD itself is a valid 3-byte rune
+		{"00\x85\x85\x85\x85", 5, "00\x85\x85\x85"}, // invalid bytes are cut as bytes
+		{strings.Repeat("\x85", 2000), 1024, strings.Repeat("\x85", 1024)}, // not cut to nothing
 	}
 	for _, c := range cases {
 		if got := Truncate(c.in, c.limit); got != c.want {
