@@ -1,7 +1,6 @@
 package correlator
 
 import (
-	"strconv"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/eventkey"
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
 // aggregator is the unlocked aggregation core: an LRU of aggregate keys,
@@ -162,13 +162,14 @@ func (a *aggregator) observe(now time.Time, aggregateKey, localKey string) (bool
 	return true, r.corrKey
 }
 
-// aggregateName is the name client-go gives a combined event.
+// aggregateName is the name of a combined event made at now: client-go's
+// <involvedName>.<hex of now in ns>, made valid if the object name would
+// make it invalid, and with a stamp from the process-wide source the
+// recorder uses too, so it never equals the name of another event (with a
+// frozen clock, client-go's combined event takes the name of the object's
+// first event: its create fails and its patches overwrite that event).
 func aggregateName(involvedName string, now time.Time) string {
-	b := make([]byte, 0, len(involvedName)+1+16)
-	b = append(b, involvedName...)
-	b = append(b, '.')
-	b = strconv.AppendInt(b, now.UnixNano(), 16)
-	return string(b)
+	return eventname.New(involvedName, now)
 }
 
 // fillAggregate sets dst to the combined event client-go makes from ev: it
@@ -240,8 +241,9 @@ func NewEventAggregator(lruCacheSize int, keyFunc EventAggregatorKeyFunc, messag
 // EventAggregate records newEvent and returns the event to write and its
 // correlation key. If newEvent is not aggregated, that is newEvent itself
 // (not a copy) and its event key; otherwise a new combined event (name
-// <involvedName>.<hex of now in ns>, count 1, first and last timestamp
-// now, message from the message function, and Namespace, InvolvedObject,
+// <involvedName>.<hex stamp>, see the package documentation, count 1, first
+// and last timestamp now, message from the message function cut to
+// [DefaultMessageLimit] bytes, and Namespace, InvolvedObject,
 // Type, Reason and Source of newEvent) and the key of the aggregate group.
 // The keys are opaque strings. newEvent is not modified and must not be nil.
 func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string) {
@@ -254,6 +256,7 @@ func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string)
 		return newEvent, eventkey.Event(newEvent)
 	}
 	out := new(v1.Event)
-	fillAggregate(out, newEvent, now, aggregateName(newEvent.InvolvedObject.Name, now), e.messageFunc(newEvent))
+	msg := eventname.Truncate(e.messageFunc(newEvent), DefaultMessageLimit)
+	fillAggregate(out, newEvent, now, aggregateName(newEvent.InvolvedObject.Name, now), msg)
 	return out, key
 }

@@ -2,6 +2,7 @@ package correlator
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/eventkey"
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
 // errNilEvent is returned by EventCorrelate for a nil event.
@@ -32,6 +34,7 @@ type EventCorrelator struct {
 	messageFunc    EventAggregatorMessageFunc // nil: EventAggregatorByReasonMessageFunc
 	spamKeyFunc    EventSpamKeyFunc           // nil: GetSpamKey or GetSpamKeyWithoutReason
 	spamWithReason bool
+	messageLimit   int // of combined messages; <= 0: none
 
 	mu   sync.Mutex
 	agg  *aggregator // nil: aggregation off
@@ -132,6 +135,7 @@ func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
 		messageFunc:    o.MessageFunc,
 		spamKeyFunc:    o.SpamKeyFunc,
 		spamWithReason: !o.SpamKeyWithoutReason,
+		messageLimit:   o.MessageLimit,
 		obs:            lru.New(o.LRUCacheSize),
 	}
 	c.obs.OnEvicted = func(lru.Key, interface{}) { c.st.ObserveEvictions++ }
@@ -151,8 +155,9 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 }
 
 // CorrelateAt aggregates, counts and filters newEvent as if it occurred at
-// now, and returns the event to write. The only error is for a nil event.
-// newEvent is not modified.
+// now, and returns the event to write. newEvent is not modified. The
+// errors are for a nil event, and one wrapping [ErrPanicked] when a
+// function of the options panicked.
 //
 // The stages run in client-go's order:
 //
@@ -170,7 +175,12 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 //     skipped event.
 //
 // The key and message functions of the options are called without the
-// correlator's lock held.
+// correlator's lock held. If one panics, the panic is recovered and
+// CorrelateAt returns an error wrapping [ErrPanicked] that names the
+// function; the occurrence is then not correlated: no counter of [Stats]
+// and no observation or token bucket keeps a trace of it. (A panicking
+// MessageFunc runs after the aggregation stage, which keeps the
+// occurrence's message among the group's distinct messages: it did occur.)
 func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*EventCorrelateResult, error) {
 	if newEvent == nil {
 		return nil, errNilEvent
@@ -178,7 +188,10 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	var aggregateKey, localKey string
 	if c.agg != nil {
 		if c.keyFunc != nil {
-			aggregateKey, localKey = c.keyFunc(newEvent)
+			var err error
+			if aggregateKey, localKey, err = callKeyFunc(c.keyFunc, newEvent); err != nil {
+				return nil, err
+			}
 		} else {
 			aggregateKey, localKey = eventkey.Aggregate(newEvent), newEvent.Message
 		}
@@ -200,10 +213,21 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	if c.agg != nil {
 		aggregated, key = c.agg.observe(now, aggregateKey, localKey)
 	}
+	var message string
+	if aggregated && c.messageFunc != nil {
+		// The user's function runs before the observation, outside the
+		// lock, so a panic leaves nothing half done.
+		c.mu.Unlock()
+		var err error
+		if message, err = callMessageFunc(c.messageFunc, newEvent); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+	}
 	if !aggregated {
 		key = eventkey.Event(newEvent)
 	}
-	obs, seen := c.observe(now, key, newEvent, aggregated)
+	rec, obs, seen := c.observe(now, key, newEvent, aggregated)
 	skip := false
 	if builtinSpam {
 		skip = !c.spam.allow(now, spamKey, sharedSpamKey)
@@ -219,7 +243,10 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	box := new(resultBox)
 	ev := &box.ev
 	if aggregated {
-		fillAggregate(ev, newEvent, now, obs.name, c.aggregateMessage(newEvent))
+		if c.messageFunc == nil {
+			message = EventAggregatorByReasonMessageFunc(newEvent)
+		}
+		fillAggregate(ev, newEvent, now, obs.name, eventname.Truncate(message, c.messageLimit))
 	} else {
 		*ev = *newEvent
 	}
@@ -231,8 +258,13 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	if c.spam != nil && !builtinSpam {
 		// A custom spam key function sees the event as client-go's does:
 		// after aggregation and observation.
-		spamKey := c.spamKeyFunc(ev)
+		spamKey, err := callSpamKeyFunc(c.spamKeyFunc, ev)
 		c.mu.Lock()
+		if err != nil {
+			c.unobserve(rec, obs.count, seen)
+			c.mu.Unlock()
+			return nil, err
+		}
 		skip = !c.spam.allow(now, spamKey, false)
 		c.count(skip, aggregated)
 		c.mu.Unlock()
@@ -253,22 +285,75 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	return &box.res, nil
 }
 
-// observe records an occurrence under key and returns what the event to
-// write takes from it, and whether the key was seen before. c.mu is held.
-func (c *EventCorrelator) observe(now time.Time, key string, ev *v1.Event, aggregated bool) (observation, bool) {
+// ErrPanicked is wrapped by the error [EventCorrelator.EventCorrelate] and
+// [EventCorrelator.CorrelateAt] return when a function of the
+// [CorrelatorOptions] (KeyFunc, MessageFunc or SpamKeyFunc) panicked. The
+// error's text names the function and the panic value. The correlator stays
+// usable: the occurrence is simply not correlated. herald's broadcaster
+// counts such an event as dropped. Herald addition (client-go crashes).
+var ErrPanicked = errors.New("correlator: option function panicked")
+
+func panicked(fn string, v any) error {
+	return fmt.Errorf("%w: %s: %v", ErrPanicked, fn, v)
+}
+
+func callKeyFunc(f EventAggregatorKeyFunc, ev *v1.Event) (aggregateKey, localKey string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicked("KeyFunc", v)
+		}
+	}()
+	aggregateKey, localKey = f(ev)
+	return aggregateKey, localKey, nil
+}
+
+func callMessageFunc(f EventAggregatorMessageFunc, ev *v1.Event) (msg string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicked("MessageFunc", v)
+		}
+	}()
+	return f(ev), nil
+}
+
+func callSpamKeyFunc(f EventSpamKeyFunc, ev *v1.Event) (key string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicked("SpamKeyFunc", v)
+		}
+	}()
+	return f(ev), nil
+}
+
+// observe records an occurrence under key and returns the record, what the
+// event to write takes from it, and whether the key was seen before. c.mu
+// is held.
+func (c *EventCorrelator) observe(now time.Time, key string, ev *v1.Event, aggregated bool) (*observation, observation, bool) {
 	v, ok := c.obs.Get(key)
 	if ok {
 		rec := v.(*observation)
 		if rec.count != 0 {
 			rec.count++ // int32 arithmetic, as client-go's int32(count)+1
-			return *rec, true
+			return rec, *rec, true
 		}
 		*rec = c.fresh(now, ev, aggregated)
-		return *rec, false
+		return rec, *rec, false
 	}
 	rec := c.fresh(now, ev, aggregated)
 	c.obs.Add(key, &rec)
-	return rec, false
+	return &rec, rec, false
+}
+
+// unobserve takes back the occurrence observe recorded in rec with the
+// resulting count, when the event is not correlated after all: a repeat
+// gives back its count; a first occurrence that no other one followed yet
+// makes the key "not seen" again. c.mu is held.
+func (c *EventCorrelator) unobserve(rec *observation, count int32, seen bool) {
+	if !seen && rec.count == count {
+		rec.count = 0
+		return
+	}
+	rec.count--
 }
 
 // fresh is the observation of a first occurrence: the event's own fields,
@@ -293,13 +378,6 @@ func (c *EventCorrelator) count(skip, aggregated bool) {
 	case aggregated:
 		c.st.Aggregated++
 	}
-}
-
-func (c *EventCorrelator) aggregateMessage(ev *v1.Event) string {
-	if c.messageFunc != nil {
-		return c.messageFunc(ev)
-	}
-	return EventAggregatorByReasonMessageFunc(ev)
 }
 
 // UpdateState records the server's view of an event the sink has written:

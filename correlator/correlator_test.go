@@ -8,12 +8,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
 // t0 is the start time of the fake clocks: a whole second, so patches show
@@ -232,11 +236,12 @@ func TestAggregation(t *testing.T) {
 	}
 	steps = append(steps,
 		// The 10th distinct message is combined into a new event.
+		// Its name is <object>.<hex stamp>, the stamp at least the time
+		// (checked below).
 		step{advance: time.Second, object: "a", reason: "R", message: "m10", aggregated: true, count: 1,
-			name: "=a." + strconv.FormatInt(t0.Add(10*time.Second).UnixNano(), 16), wantMsg: AggregateMessagePrefix + "m10"},
+			wantMsg: AggregateMessagePrefix + "m10"},
 		// Later new messages update the combined event.
 		step{advance: time.Second, object: "a", reason: "R", message: "m11", aggregated: true, count: 2,
-			name:    "=a." + strconv.FormatInt(t0.Add(10*time.Second).UnixNano(), 16),
 			wantMsg: AggregateMessagePrefix + "m11", patch: patchAt(2, 11*time.Second, AggregateMessagePrefix+"m11")},
 		// The most recent messages are still in the set: not combined.
 		step{advance: time.Second, object: "a", reason: "R", message: "m11", count: 1},
@@ -254,6 +259,10 @@ func TestAggregation(t *testing.T) {
 	c, clk := newTest(CorrelatorOptions{})
 	res := run(t, c, clk, steps)
 	agg := res[9].Event
+	checkStampedName(t, agg.Name, "a", t0.Add(10*time.Second))
+	if res[10].Event.Name != agg.Name {
+		t.Errorf("combined event renamed from %q to %q", agg.Name, res[10].Event.Name)
+	}
 	if agg.Namespace != "ns" || agg.Reason != "R" || agg.Type != v1.EventTypeNormal || agg.Source.Component != "ctrl" ||
 		agg.InvolvedObject.Name != "a" || agg.Annotations != nil || agg.ReportingController != "" || agg.ReportingInstance != "" {
 		t.Errorf("combined event = %+v", agg)
@@ -572,9 +581,10 @@ func TestStandaloneStages(t *testing.T) {
 		t.Errorf("first: %v %q", got, key)
 	}
 	got, key2 := a.EventAggregate(newEvent(clk.Now(), "a", "R", "m2"))
-	if got.Message != AggregateMessagePrefix+"m2" || got.Count != 1 || key2 == key || got.Name != "a."+strconv.FormatInt(clk.Now().UnixNano(), 16) {
+	if got.Message != AggregateMessagePrefix+"m2" || got.Count != 1 || key2 == key {
 		t.Errorf("second: %+v %q", got, key2)
 	}
+	checkStampedName(t, got.Name, "a", clk.Now())
 }
 
 // Difference: the engine records a combined event's state under its group's
@@ -598,5 +608,72 @@ func TestUpdateStateForKeyCombined(t *testing.T) {
 	next, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "message 99"))
 	if !next.Aggregated || next.Key != last.Key || next.Event.ResourceVersion != "77" || next.Event.Count != 2 {
 		t.Fatalf("next combined occurrence: aggregated %v, rv %q, count %d", next.Aggregated, next.Event.ResourceVersion, next.Event.Count)
+	}
+}
+
+// checkStampedName checks that name is <object>.<hex stamp> with a stamp at
+// or after now: combined events take their stamps from the process-wide
+// strictly increasing source (internal/eventname), which other tests of
+// the process have advanced, so the stamp is client-go's <hex now> only if
+// no name was made at or after now before.
+func checkStampedName(t *testing.T, name, object string, now time.Time) {
+	t.Helper()
+	hex, ok := strings.CutPrefix(name, object+".")
+	stamp, err := strconv.ParseInt(hex, 16, 64)
+	if !ok || err != nil || stamp < now.UnixNano() {
+		t.Errorf("name %q, want %s.<hex stamp at or after %x>", name, object, now.UnixNano())
+	}
+}
+
+// Contract 7 for combined events: a valid name, unique even when the
+// clock stands still (the triggering events were named by the recorder at
+// the same instant), and a message within MessageLimit, cut after the
+// prefix is added.
+func TestCombinedEventValidity(t *testing.T) {
+	for _, object := range []string{"My_Pod", "system:controller:x", strings.Repeat("x", 250), "web-0"} {
+		c := NewEventCorrelator(testclock.NewFakeClock(t0)) // frozen
+		names := map[string]bool{}
+		long := strings.Repeat("€", 341) // 1,023 bytes
+		var combined *v1.Event
+		for i := range 10 {
+			ev := newEvent(t0, object, "R", fmt.Sprintf("%d%s", i, long))
+			ev.Name = eventname.New(object, t0) // as herald's recorder names it
+			names[ev.Name] = true
+			res, err := c.EventCorrelate(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Aggregated {
+				combined = res.Event
+			}
+		}
+		if combined == nil {
+			t.Fatalf("%s: no combined event", object)
+		}
+		if errs := validation.IsDNS1123Subdomain(combined.Name); len(errs) > 0 {
+			t.Errorf("%s: combined event name %q: %v", object, combined.Name, errs)
+		}
+		if names[combined.Name] {
+			t.Errorf("%s: combined event takes the name %q of an event of its own", object, combined.Name)
+		}
+		if len(combined.Message) > DefaultMessageLimit || !utf8.ValidString(combined.Message) ||
+			!strings.HasPrefix(combined.Message, AggregateMessagePrefix+"9€") {
+			t.Errorf("%s: combined message of %d bytes, valid UTF-8 %v", object, len(combined.Message), utf8.ValidString(combined.Message))
+		}
+	}
+}
+
+func TestCombinedMessageLimitOption(t *testing.T) {
+	for _, tc := range []struct {
+		limit, want int
+	}{{0, DefaultMessageLimit}, {40, 40}, {-1, len(AggregateMessagePrefix) + 2000}} {
+		c, clk := newTest(CorrelatorOptions{MaxEvents: 2, MessageLimit: tc.limit})
+		var res *EventCorrelateResult
+		for i := range 2 {
+			res, _ = c.EventCorrelate(newEvent(clk.Now(), "a", "R", strings.Repeat(fmt.Sprint(i), 2000)))
+		}
+		if !res.Aggregated || len(res.Event.Message) != tc.want {
+			t.Errorf("MessageLimit %d: aggregated %v, message of %d bytes, want %d", tc.limit, res.Aggregated, len(res.Event.Message), tc.want)
+		}
 	}
 }

@@ -17,9 +17,10 @@
 //     (by default: the message) are similar. When MaxEvents (10) distinct
 //     messages occur with at most MaxIntervalInSeconds (600) between
 //     consecutive ones, the occurrence is replaced by a combined event
-//     named <involved object name>.<hex time>, with the message
-//     "(combined from similar events): <message>"; later new messages in
-//     the window update that combined event.
+//     named <involved object name>.<hex stamp>, with the message
+//     "(combined from similar events): <message>" cut to MessageLimit
+//     (1024) bytes; later new messages in the window update that combined
+//     event.
 //  2. Observation. A repeat of an event seen before (same event key:
 //     source, involved object with field path, type, reason and message)
 //     takes the name, resource version and first timestamp of the first
@@ -38,7 +39,9 @@
 // the options' clock.
 //
 // Everything is safe for concurrent use. The key and message functions
-// from the options are called without the correlator's lock held.
+// from the options are called without the correlator's lock held; if one
+// panics, EventCorrelate returns an error wrapping [ErrPanicked] and the
+// correlator carries on as if it had not seen that occurrence.
 //
 // # Performance
 //
@@ -86,11 +89,28 @@
 //     constructors with size 0 are unbounded); evictions are counted in
 //     [Stats]. Zero arguments of [NewEventAggregator] and
 //     [NewEventSourceObjectSpamFilter] mean the defaults.
+//   - Valid, unique combined event names. client-go names a combined event
+//     <object name>.<hex of now in ns>: invalid for object names such as
+//     "My_Pod" or "system:controller:x" or longer than 236 bytes, and, with
+//     a clock that stands still, the name of the object's first event, so
+//     its create fails and its patches overwrite that event. Here the
+//     object name is cleaned up as herald's recorder does it ("My_Pod" ->
+//     "my-pod.<hex>", cut to fit 253 bytes), and the stamp comes from one
+//     strictly increasing source shared by every recorder and correlator of
+//     the process: the time in nanoseconds, or one more than the last stamp
+//     handed out. With a real clock the names are client-go's.
+//   - Bounded combined messages. client-go adds the 32-byte prefix after its
+//     recorder cut the message to 1024 bytes; here the combined message is
+//     cut to MessageLimit (default 1024) after the prefix is added, on a
+//     UTF-8 boundary.
+//   - A panic in KeyFunc, MessageFunc or SpamKeyFunc is an error wrapping
+//     [ErrPanicked] (client-go: the process crashes). The occurrence leaves
+//     no trace except, for MessageFunc, among the group's distinct messages.
 //   - UpdateState never lowers a count: writes are asynchronous, so the
 //     server's answer may be older than occurrences counted since.
 //   - Results carry Key (the correlation key, for coalescing writes) and
 //     Aggregated. Skipped results have Key and Aggregated set too.
 //   - [EventAggregator] does not embed its mutex, and [CorrelatorOptions]
-//     has the herald fields DisableAggregation, DisableSpamFilter and
-//     SpamKeyWithoutReason.
+//     has the herald fields DisableAggregation, DisableSpamFilter,
+//     SpamKeyWithoutReason and MessageLimit.
 package correlator

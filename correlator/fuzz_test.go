@@ -3,15 +3,21 @@ package correlator
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
 // clientGoPatch computes the patch the way client-go's eventObserve does:
@@ -207,6 +213,54 @@ func FuzzKeyCorrelator(f *testing.F) {
 		aggEqual := [9]string{c1, h1, k1, ns1, n1, uid1, api1, ty1, r1} == [9]string{c2, h2, k2, ns2, n2, uid2, api2, ty2, r2}
 		if (aggA == aggB) != aggEqual {
 			t.Fatalf("aggregate keys %q and %q; fields equal: %v", aggA, aggB, aggEqual)
+		}
+	})
+}
+
+// FuzzCombinedEvent checks contract 7 for combined events made from
+// arbitrary object names, messages and limits: the name is a valid DNS-1123
+// subdomain different from every event seen, the message fits the limit and
+// is cut on a UTF-8 boundary.
+func FuzzCombinedEvent(f *testing.F) {
+	f.Add("My_Pod", "m", 0)
+	f.Add("system:controller:x", "日本語のメッセージ", 40)
+	f.Add(string(make([]byte, 300)), "\xff\xfe", -1)
+	f.Fuzz(func(t *testing.T, object, message string, limit int) {
+		c := NewEventCorrelatorWithOptions(CorrelatorOptions{
+			Clock: testclock.NewFakeClock(t0), MaxEvents: 2, MessageLimit: limit, DisableSpamFilter: true,
+		})
+		names := map[string]bool{}
+		for i := range 3 {
+			ev := newEvent(t0, object, "R", fmt.Sprint(i, message))
+			ev.Name = eventname.New(object, t0)
+			names[ev.Name] = true
+			res, err := c.EventCorrelate(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Aggregated {
+				continue
+			}
+			got := res.Event
+			if errs := validation.IsDNS1123Subdomain(got.Name); len(errs) > 0 {
+				t.Fatalf("combined event name %q: %v", got.Name, errs)
+			}
+			if names[got.Name] {
+				t.Fatalf("combined event takes the name %q of an event of its own", got.Name)
+			}
+			full := AggregateMessagePrefix + ev.Message
+			max := limit
+			if max == 0 {
+				max = DefaultMessageLimit
+			}
+			switch {
+			case !strings.HasPrefix(full, got.Message):
+				t.Fatalf("message %q is not a prefix of %q", got.Message, full)
+			case max > 0 && len(got.Message) > max:
+				t.Fatalf("message of %d bytes over the limit %d", len(got.Message), max)
+			case utf8.ValidString(full) && !utf8.ValidString(got.Message):
+				t.Fatalf("message cut inside a rune: %q", got.Message)
+			}
 		}
 	})
 }

@@ -95,9 +95,11 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 }
 
 // NewBroadcasterForTests is client-go's constructor for tests: a broadcaster
-// whose longest retry wait is sleepDuration.
+// whose longest retry wait is sleepDuration (0: retry at once) and whose
+// writes have no rate limit, so a test's burst of events is written at the
+// speed of its fake sink rather than herald's default 50 writes/s.
 func NewBroadcasterForTests(sleepDuration time.Duration) EventBroadcaster {
-	return NewBroadcaster(WithSleepDuration(sleepDuration))
+	return NewBroadcaster(WithSleepDuration(sleepDuration), WithWriteLimit(-1, 0))
 }
 
 // NewBroadcasterWithCorrelatorOptions is client-go's shorthand for

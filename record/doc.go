@@ -37,9 +37,17 @@
 //     diffing JSON, aggregates deterministically, and by default keeps
 //     reasons apart in the spam filter, so one noisy reason cannot silence
 //     another. CorrelatorOptions.SpamKeyWithoutReason restores client-go's key.
-//   - Names stay unique with a clock that stands still, and valid for any
-//     object name; messages are cut to 1024 bytes on a UTF-8 boundary;
-//     annotations are validated and copied.
+//   - Every event written is valid: names are valid for any object name
+//     and unique in the process even with a clock that stands still,
+//     combined events' included; messages (combined ones too) are cut to
+//     1024 bytes, reason, source and reporting fields to 128, on a UTF-8
+//     boundary; an involved object with an impossible namespace or an
+//     oversized field, an unknown event type or invalid annotations are
+//     refused with a counted drop (see the README's "Valid events").
+//   - A panic in a correlator option function (KeyFunc, MessageFunc,
+//     SpamKeyFunc) drops that event instead of crashing the process.
+//   - NewBroadcasterForTests(0) and WithSleepDuration(0) retry at once, as
+//     in client-go; NewBroadcasterForTests also has no write limit.
 //
 // # Goroutines
 //

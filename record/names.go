@@ -1,119 +1,82 @@
 package record
 
 import (
-	"strconv"
-	"sync/atomic"
-	"unicode/utf8"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
-// maxNameLength is the longest valid event name (a DNS-1123 subdomain).
-const maxNameLength = 253
+// nameClock is the type of the broadcaster's own stamp source. Event names
+// no longer take their stamps from it: the recorder and the correlator's
+// combined events share eventname's process-wide source (see generate), so
+// their names cannot collide. The broadcaster's field of this type is
+// unused and can go.
+type nameClock = eventname.Clock
 
-// nameClock hands out strictly increasing nanosecond stamps for event names,
-// so two events get two names even within one nanosecond or with a clock
-// that stands still. It is lock-free.
-type nameClock struct{ last atomic.Int64 }
+// Bounds of the fields the recorder writes. The API server does not bound
+// most fields of a core/v1 Event written without EventTime (it stored a
+// 1 MB reason), so herald applies the limits events.k8s.io/v1 validates
+// (k8s.io/kubernetes pkg/apis/core/validation/events.go): a field whose cut
+// keeps its meaning is cut, on a UTF-8 boundary; a reference that would be
+// wrong once cut is refused with a counted drop.
+const (
+	// maxReasonLength is the longest reason kept (ReasonLengthLimit). A
+	// reason is a short CamelCase word; a longer one is cut.
+	maxReasonLength = 128
+	// maxSourceLength is the longest source component and host kept, and
+	// so of the reporting controller and instance copied from them
+	// (ReportingInstanceLengthLimit; events.k8s.io bounds reportingController
+	// as a qualified name, longer than this). Longer ones are cut.
+	maxSourceLength = 128
+	// maxRefFieldLength is the longest name, kind, API version, UID,
+	// resource version and field path of the involved object accepted: far
+	// above any real object's, low enough that a corrupt reference cannot
+	// make a megabyte event. An event with a longer one is refused.
+	maxRefFieldLength = 1024
+	// maxNamespaceLength: a namespace is a DNS-1123 label.
+	maxNamespaceLength = 63
+)
 
-func (c *nameClock) next(now int64) int64 {
-	for {
-		last := c.last.Load()
-		n := now
-		if n <= last {
-			n = last + 1
-		}
-		if c.last.CompareAndSwap(last, n) {
-			return n
-		}
+// validNamespace reports whether ns is empty (cluster-scoped) or a valid
+// DNS-1123 label, as the API server requires of an event's namespace. It
+// does not allocate.
+func validNamespace(ns string) bool {
+	if ns == "" {
+		return true
 	}
-}
-
-// eventName returns "<objectName>.<hex stamp>" like client-go, when that is a
-// valid DNS-1123 subdomain. Otherwise the object name is made valid
-// (lowercased, invalid characters replaced by '-', cut to fit) instead of
-// being replaced by a random UUID as client-go does, so the name still says
-// which object the event is about.
-func eventName(objectName string, stamp int64) string {
-	var suffix [17]byte // '.' + up to 16 hex digits
-	suffix[0] = '.'
-	sfx := strconv.AppendUint(suffix[:1], uint64(stamp), 16)
-	if len(objectName)+len(sfx) <= maxNameLength && validSubdomainPrefix(objectName) {
-		return objectName + string(sfx)
-	}
-	return sanitizeName(objectName, maxNameLength-len(sfx)) + string(sfx)
-}
-
-func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-
-// validSubdomainPrefix reports whether s followed by ".<hex>" is a valid
-// DNS-1123 subdomain: labels of [a-z0-9-] separated by single dots, each
-// label starting and ending with [a-z0-9]. An empty s is not valid.
-func validSubdomainPrefix(s string) bool {
-	if s == "" {
+	if len(ns) > maxNamespaceLength {
 		return false
 	}
-	start := true // at the start of a label
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
 		switch {
-		case isAlnum(c):
-			start = false
-		case c == '-':
-			if start {
-				return false
-			}
-		case c == '.':
-			if start || s[i-1] == '-' {
-				return false
-			}
-			start = true
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(ns)-1:
 		default:
 			return false
 		}
 	}
-	return isAlnum(s[len(s)-1])
+	return true
 }
 
-// sanitizeName turns s into a valid subdomain prefix of at most max bytes.
-func sanitizeName(s string, max int) string {
-	b := make([]byte, 0, min(len(s), max))
-	for i := 0; i < len(s) && len(b) < max; i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
-		case isAlnum(c), c == '.', c == '-':
-		default:
-			c = '-'
-		}
-		// Each label must start with an alphanumeric character.
-		if !isAlnum(c) && (len(b) == 0 || b[len(b)-1] == '.') {
-			continue
-		}
-		// A dot must not follow a dash.
-		if c == '.' && b[len(b)-1] == '-' {
-			b[len(b)-1] = '.'
-			continue
-		}
-		b = append(b, c)
+// refProblem returns what is wrong with ref as the involved object of an
+// event, or "" if it can be written as it is. It does not allocate.
+func refProblem(ref *v1.ObjectReference) string {
+	switch {
+	case !validNamespace(ref.Namespace):
+		return "namespace is not a DNS-1123 label"
+	case len(ref.Name) > maxRefFieldLength, len(ref.Kind) > maxRefFieldLength,
+		len(ref.APIVersion) > maxRefFieldLength, len(ref.UID) > maxRefFieldLength,
+		len(ref.ResourceVersion) > maxRefFieldLength, len(ref.FieldPath) > maxRefFieldLength:
+		return "a field is longer than 1024 bytes"
 	}
-	for len(b) > 0 && !isAlnum(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	if len(b) == 0 {
-		return "event"
-	}
-	return string(b)
+	return ""
 }
 
-// truncateMessage cuts msg to at most limit bytes without splitting a UTF-8
-// sequence. A limit <= 0 means no limit.
-func truncateMessage(msg string, limit int) string {
-	if limit <= 0 || len(msg) <= limit {
-		return msg
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut]
+// boundSource returns src with its component and host cut to
+// maxSourceLength bytes. It allocates nothing.
+func boundSource(src v1.EventSource) v1.EventSource {
+	src.Component = eventname.Truncate(src.Component, maxSourceLength)
+	src.Host = eventname.Truncate(src.Host, maxSourceLength)
+	return src
 }

@@ -41,6 +41,7 @@ type config struct {
 	gracePeriod   time.Duration
 	messageLimit  int
 	sleepDuration time.Duration
+	sleepSet      bool // WithSleepDuration was given
 }
 
 // WithCorrelatorOptions sets the options of the correlator of each sink
@@ -57,9 +58,11 @@ func WithContext(ctx context.Context) BroadcasterOption {
 }
 
 // WithSleepDuration sets the longest wait between two tries of one key
-// (client-go's option; there it was the fixed wait). Default 10 s.
+// (client-go's option; there it was the fixed wait). Default 10 s. Zero (or
+// a negative duration) means no wait: a failed write is tried again at
+// once, as client-go does with a zero sleep.
 func WithSleepDuration(d time.Duration) BroadcasterOption {
-	return func(c *config) { c.sleepDuration = d }
+	return func(c *config) { c.sleepDuration, c.sleepSet = d, true }
 }
 
 // WithLogger sets the logger of the broadcaster and of its recorders.
@@ -148,8 +151,11 @@ func newConfig(opts []BroadcasterOption) config {
 	if c.messageLimit == 0 {
 		c.messageLimit = DefaultMessageLimit
 	}
-	if c.sleepDuration > 0 {
+	switch {
+	case c.sleepDuration > 0:
 		c.engine.MaxDelay = c.sleepDuration
+	case c.sleepSet:
+		c.engine.MaxDelay = -1 // the engine's "no wait between tries"
 	}
 	c.engine.Clock = c.clock
 	if c.correlator.Clock == nil {

@@ -108,11 +108,15 @@ func TestEventHasClientGoFields(t *testing.T) {
 		t.Fatalf("stored %d events", len(evs))
 	}
 	ev := evs[0]
-	wantName := fmt.Sprintf("pod-0.%x", t0.UnixNano())
+	// client-go's name is pod-0.<hex of t0 in ns>. herald's stamp is that,
+	// or more if a name with a stamp at or after t0 was made before in this
+	// process (the stamps are unique process-wide).
+	var stamp int64
+	_, err := fmt.Sscanf(ev.Name, "pod-0.%x", &stamp)
 	want := v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns1", Name: "pod-0", UID: "uid-pod-0", ResourceVersion: "7"}
 	switch {
-	case ev.Name != wantName, ev.Namespace != "ns1":
-		t.Fatalf("name %s/%s, want ns1/%s", ev.Namespace, ev.Name, wantName)
+	case err != nil, stamp < t0.UnixNano(), ev.Name != fmt.Sprintf("pod-0.%x", stamp), ev.Namespace != "ns1":
+		t.Fatalf("name %s/%s, want ns1/pod-0.<hex stamp at or after %x>", ev.Namespace, ev.Name, t0.UnixNano())
 	case ev.InvolvedObject != want:
 		t.Fatalf("involvedObject %+v", ev.InvolvedObject)
 	case ev.Type != "Warning", ev.Reason != "InvalidSpec", ev.Message != `key "mode" missing`, ev.Count != 1:

@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldk8s/herald/internal/eventname"
 )
 
 // recorder is herald's EventRecorderLogger. It is a small value: WithLogger
@@ -20,6 +23,7 @@ type recorder struct {
 	scheme *runtime.Scheme
 	source v1.EventSource
 	logger klog.Logger
+	clock  clock.PassiveClock // timestamps; nil: the broadcaster's (tests set it, as client-go's recorderImpl.clock)
 }
 
 var _ EventRecorderLogger = (*recorder)(nil)
@@ -43,6 +47,14 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 }
 
 // generate builds the event and queues it. It never blocks.
+//
+// Every field it writes is bounded (see names.go): the involved object's
+// namespace must be a DNS-1123 label and its other fields at most 1024
+// bytes, else the event is refused (a counted drop with a log line at a
+// bounded rate), because a cut reference would name another object; the
+// reason, source and reporting fields are cut to 128 bytes and the message
+// to the message limit, on a UTF-8 boundary; the name is always a valid
+// DNS-1123 subdomain, unique in the process. The checks cost no allocation.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
 	eb := r.eb
 	eb.c.recorded.Add(1)
@@ -56,6 +68,14 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 		r.drop(slotInvalid, err, "Could not construct reference, will not report event",
 			func() []any {
 				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", reason}
+			})
+		return
+	}
+	if problem := refProblem(ref); problem != "" {
+		r.drop(slotInvalid, nil, "Invalid involved object reference, will not report event",
+			func() []any {
+				return []any{"problem", problem, "namespace", eventname.Truncate(ref.Namespace, 256),
+					"name", eventname.Truncate(ref.Name, 256), "reason", eventname.Truncate(reason, maxReasonLength)}
 			})
 		return
 	}
@@ -74,28 +94,33 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 		}
 		annotations = maps.Clone(annotations)
 	}
-	now := eb.cfg.clock.Now()
+	clk := r.clock
+	if clk == nil {
+		clk = eb.cfg.clock
+	}
+	now := clk.Now()
 	t := metav1.Time{Time: now}
 	namespace := ref.Namespace
 	if namespace == "" {
 		namespace = metav1.NamespaceDefault
 	}
+	source := boundSource(r.source)
 	ev := &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        eventName(ref.Name, eb.names.next(now.UnixNano())),
+			Name:        eventname.New(ref.Name, now),
 			Namespace:   namespace,
 			Annotations: annotations,
 		},
 		InvolvedObject:      *ref,
-		Reason:              reason,
-		Message:             truncateMessage(message, eb.cfg.messageLimit),
+		Reason:              eventname.Truncate(reason, maxReasonLength),
+		Message:             eventname.Truncate(message, eb.cfg.messageLimit),
 		FirstTimestamp:      t,
 		LastTimestamp:       t,
 		Count:               1,
 		Type:                eventtype,
-		Source:              r.source,
-		ReportingController: r.source.Component,
-		ReportingInstance:   r.source.Host,
+		Source:              source,
+		ReportingController: source.Component,
+		ReportingInstance:   source.Host,
 	}
 	sent, err := eb.b.ActionOrDrop(apiwatch.Added, ev)
 	switch {

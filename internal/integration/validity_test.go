@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
 )
@@ -98,4 +100,65 @@ func TestOddInput(t *testing.T) {
 func widgetRef(namespace, name string) *v1.ObjectReference {
 	return &v1.ObjectReference{Kind: "Widget", APIVersion: "widgets.example.com/v1", Namespace: namespace, Name: name,
 		UID: types.UID("uid-" + randSuffix())}
+}
+
+// TestValidEventsWithFrozenClock records, with a clock that stands still,
+// more distinct messages about an oddly named object than the correlator
+// lets through uncombined, plus events with oversized fields and an
+// impossible namespace. The API server stores every event herald writes,
+// each under a name of its own (client-go's combined event takes the first
+// event's name: AlreadyExists, then its patches overwrite that event), with
+// every field within the events.k8s.io limits; the impossible namespace is
+// refused once, at the recorder, not retried.
+func TestValidEventsWithFrozenClock(t *testing.T) {
+	cs := adminClient(t)
+	ns := env.CreateNamespace(t, "frozen")
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
+	h := newHarness(t, heraldSink(t, env.Admin), record.WithClock(clk))
+
+	ref := widgetRef(ns, "system:controller:X_1")
+	for i := range 12 {
+		h.rec.Eventf(ref, v1.EventTypeWarning, "Failed", "attempt %d failed", i)
+	}
+	huge := strings.Repeat("ü", 1<<18) // 512 KiB
+	big := h.eb.NewRecorder(nil, v1.EventSource{Component: "c" + huge, Host: "h" + huge})
+	big.Event(widgetRef(ns, "big"), v1.EventTypeNormal, "R"+huge, "oversized fields")
+	h.rec.Event(&v1.ObjectReference{Kind: "Widget", APIVersion: "widgets.example.com/v1", Namespace: "a/b", Name: "x"},
+		v1.EventTypeNormal, "R", "impossible namespace")
+
+	s := h.flush(flushTimeout)
+	if s.Created != 11 || s.Patched+s.Coalesced != 2 || s.Dropped.Total() != 1 || s.Dropped.Invalid != 1 || s.Retried != 0 {
+		t.Errorf("stats %+v: want 11 created, 2 patched or coalesced, 1 invalid drop, no retry", s)
+	}
+	evs := waitEvents(t, cs, ns, metav1.ListOptions{}, func(evs []v1.Event) error {
+		if len(evs) != 11 {
+			return fmt.Errorf("%d events, want 11", len(evs))
+		}
+		return nil
+	})
+	combined := 0
+	for _, ev := range evs {
+		if errs := validation.IsDNS1123Subdomain(ev.Name); len(errs) > 0 {
+			t.Errorf("event name %q: %v", ev.Name, errs)
+		}
+		switch {
+		case ev.InvolvedObject.Name == "big":
+			for field, v := range map[string]string{"reason": ev.Reason, "source.component": ev.Source.Component,
+				"source.host": ev.Source.Host, "reportingController": ev.ReportingController, "reportingInstance": ev.ReportingInstance} {
+				if len(v) > 128 || !utf8.ValidString(v) {
+					t.Errorf("%s of %d bytes", field, len(v))
+				}
+			}
+		case strings.HasPrefix(ev.Message, "(combined from similar events): "):
+			combined++
+			if ev.Count != 3 || ev.Message != "(combined from similar events): attempt 11 failed" {
+				t.Errorf("combined event %s: count %d, message %q", ev.Name, ev.Count, ev.Message)
+			}
+		case ev.Count != 1:
+			t.Errorf("event %s (%q): count %d, another event's write landed on it", ev.Name, ev.Message, ev.Count)
+		}
+	}
+	if combined != 1 {
+		t.Errorf("%d combined events, want 1:\n%s", combined, describeEvents(evs))
+	}
 }

@@ -1,0 +1,131 @@
+package correlator
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	testclock "k8s.io/utils/clock/testing"
+)
+
+// Contract 10: a panic in a function of the options is an error wrapping
+// ErrPanicked, not a crash, and the correlator goes on as if the occurrence
+// had never been passed to it: the panicking correlator and a reference
+// that never saw those occurrences give the same results and Stats.
+
+// panicOnce wraps the default functions; each panics the first time its
+// trigger matches the event.
+type panicOnce struct {
+	key, message, spam func(*v1.Event) bool
+}
+
+func (p *panicOnce) options(o CorrelatorOptions) CorrelatorOptions {
+	once := func(trigger *func(*v1.Event) bool, ev *v1.Event, name string) {
+		if *trigger != nil && (*trigger)(ev) {
+			*trigger = nil
+			panic(name + " failed on " + ev.Message)
+		}
+	}
+	o.KeyFunc = func(ev *v1.Event) (string, string) {
+		once(&p.key, ev, "key")
+		return EventAggregatorByReasonFunc(ev)
+	}
+	o.MessageFunc = func(ev *v1.Event) string {
+		once(&p.message, ev, "message")
+		return EventAggregatorByReasonMessageFunc(ev)
+	}
+	o.SpamKeyFunc = func(ev *v1.Event) string {
+		once(&p.spam, ev, "spam")
+		return GetSpamKey(ev)
+	}
+	return o
+}
+
+func TestPanicInOptionFunction(t *testing.T) {
+	msg := func(m string) func(*v1.Event) bool { return func(ev *v1.Event) bool { return ev.Message == m } }
+	cases := []struct {
+		name     string
+		funcName string
+		p        panicOnce
+		messages []string
+		panicAt  int // index of the occurrence that panics
+	}{
+		// A first occurrence, and a repeat (its count is given back).
+		{"KeyFunc", "KeyFunc", panicOnce{key: msg("b")}, []string{"a", "a", "b", "b", "a"}, 2},
+		{"SpamKeyFunc on a new event", "SpamKeyFunc", panicOnce{spam: msg("b")}, []string{"a", "b", "b", "a"}, 1},
+		{"SpamKeyFunc on a repeat", "SpamKeyFunc", panicOnce{spam: func(ev *v1.Event) bool { return ev.Count == 3 }},
+			[]string{"a", "a", "a", "a", "a"}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			base := CorrelatorOptions{MaxEvents: 3, BurstSize: 100}
+			clk := testclock.NewFakeClock(t0)
+			c := NewEventCorrelatorWithOptions(tc.p.options(base))
+			ref := NewEventCorrelatorWithOptions((&panicOnce{}).options(base))
+			for i, m := range tc.messages {
+				ev := newEvent(clk.Now(), "obj", "R", m)
+				got, err := c.CorrelateAt(clk.Now(), ev)
+				if i == tc.panicAt {
+					if !errors.Is(err, ErrPanicked) || !strings.Contains(err.Error(), tc.funcName) || got != nil {
+						t.Fatalf("occurrence %d: result %v, error %v; want an ErrPanicked naming %s", i, got, err, tc.funcName)
+					}
+					continue
+				}
+				want, werr := ref.CorrelateAt(clk.Now(), ev.DeepCopy())
+				if err != nil || werr != nil {
+					t.Fatalf("occurrence %d: errors %v, reference %v", i, err, werr)
+				}
+				sameResult(t, i, got, want)
+			}
+			if got, want := c.Stats(), ref.Stats(); got != want {
+				t.Errorf("Stats %+v, reference %+v", got, want)
+			}
+		})
+	}
+}
+
+// A MessageFunc runs after the aggregation stage, which keeps the
+// message among the group's distinct ones, and before the observation: the
+// combined event's count does not include the panicked occurrence.
+func TestPanicInMessageFunc(t *testing.T) {
+	p := panicOnce{message: func(ev *v1.Event) bool { return ev.Message == "m3" }}
+	clk := testclock.NewFakeClock(t0)
+	c := NewEventCorrelatorWithOptions(p.options(CorrelatorOptions{MaxEvents: 3}))
+	wantCount := map[string]int32{"m0": 1, "m1": 1, "m2": 1, "m4": 2, "m5": 3}
+	for _, m := range []string{"m0", "m1", "m2", "m3", "m4", "m5"} {
+		res, err := c.CorrelateAt(clk.Now(), newEvent(clk.Now(), "obj", "R", m))
+		if m == "m3" {
+			if !errors.Is(err, ErrPanicked) || !strings.Contains(err.Error(), "MessageFunc") || !strings.Contains(err.Error(), "message failed on m3") {
+				t.Fatalf("%s: %v, %v; want an ErrPanicked naming MessageFunc", m, res, err)
+			}
+			continue
+		}
+		if err != nil || res.Skip || res.Event.Count != wantCount[m] || res.Aggregated != (m >= "m2") {
+			t.Fatalf("%s: %+v, %v; want count %d", m, res, err, wantCount[m])
+		}
+	}
+	if st := c.Stats(); st.Correlated != 5 || st.Aggregated != 3 {
+		t.Errorf("Stats %+v; want 5 correlated, 3 aggregated", st)
+	}
+}
+
+// sameResult compares two results, combined event names aside (each
+// combined event has a unique name).
+func sameResult(t *testing.T, i int, got, want *EventCorrelateResult) {
+	t.Helper()
+	if got.Skip != want.Skip || got.Aggregated != want.Aggregated || string(got.Patch) != string(want.Patch) {
+		t.Fatalf("occurrence %d: skip %v aggregated %v patch %s; reference %v %v %s", i, got.Skip, got.Aggregated, got.Patch, want.Skip, want.Aggregated, want.Patch)
+	}
+	if got.Skip {
+		return
+	}
+	g, w := *got.Event, *want.Event
+	if got.Aggregated {
+		g.Name, w.Name = "", ""
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("occurrence %d: event\n%+v\nreference\n%+v", i, g, w)
+	}
+}
