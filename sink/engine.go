@@ -400,7 +400,7 @@ func (e *Engine) run(t *task) {
 	var out *v1.Event
 	err := ctx.Err()
 	if err == nil {
-		err = checkRequest(t.it.ev)
+		err = checkRequest(t.it)
 	}
 	if err == nil {
 		out, err = e.write(ctx, t.it)
@@ -535,15 +535,23 @@ type errBadRequest struct{ msg string }
 
 func (e *errBadRequest) Error() string { return "sink: cannot build the request: " + e.msg }
 
-// checkRequest refuses events whose request cannot be built (the path
-// segments client-go would reject), so that they are dropped at once as
-// rejected instead of retried.
-func checkRequest(ev *v1.Event) error {
-	if errs := validation.IsDNS1123Label(ev.Namespace); len(errs) > 0 {
-		return &errBadRequest{fmt.Sprintf("invalid namespace %q: %v", ev.Namespace, errs)}
+// checkRequest refuses, before any request, what client-go could not put
+// in a request path (a namespace or a name that is not a valid path
+// segment, no name for a patch), so that such events are dropped at once as
+// rejected instead of retried. What is merely invalid for the API server is
+// left to it (a 4xx, dropped too).
+func checkRequest(it *item) error {
+	ev := it.ev
+	if ev.Namespace != "" {
+		if errs := validation.IsDNS1123Label(ev.Namespace); len(errs) > 0 {
+			return &errBadRequest{fmt.Sprintf("invalid namespace %q: %v", ev.Namespace, errs)}
+		}
 	}
 	if ev.Name == "" {
-		return &errBadRequest{"empty event name"}
+		if !it.create {
+			return &errBadRequest{"a patch needs the event's name"}
+		}
+		return nil
 	}
 	if errs := path.IsValidPathSegmentName(ev.Name); len(errs) > 0 {
 		return &errBadRequest{fmt.Sprintf("invalid event name %q: %v", ev.Name, errs)}
