@@ -210,3 +210,87 @@ func TestMarkContextCanceled(t *testing.T) {
 		shutdown()
 	})
 }
+
+// TestMarkNeverHoldsUpTheLoop: under DropIfChannelFull a mark that finds a
+// watcher full does not make the loop wait for it. The other watchers get
+// the mark and every later event at once; the full watcher gets the mark as
+// soon as it has room, and misses (counted) the events queued while the
+// mark waited, so nothing overtakes the mark.
+func TestMarkNeverHoldsUpTheLoop(t *testing.T) {
+	b := watch.NewBroadcaster(2, watch.DropIfChannelFull)
+	defer b.Shutdown()
+	stuckW := mustWatch(t, b)
+	healthy := roomy(t, b, 30)
+	act(t, b, 0)
+	act(t, b, 1) // stuckW is now full
+	if err := b.Mark(background(), &mark{1}); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	for i := 2; i < 22; i++ {
+		act(t, b, i)
+	}
+	want := append(append(labels(0, 1), "m1"), span(2, 21)...)
+	var got []string
+	for range want {
+		got = append(got, recv(t, healthy))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("healthy got %v, want %v", got, want)
+	}
+	if got := stuckW.Dropped(); got != 20 {
+		t.Errorf("stuck watcher Dropped() = %d, want 20", got)
+	}
+	if got := stuckW.Offered(); got != 22 {
+		t.Errorf("stuck watcher Offered() = %d, want 22", got)
+	}
+	// The stuck watcher reads again: the mark follows the events it has.
+	if got := []string{recv(t, stuckW), recv(t, stuckW), recv(t, stuckW)}; !slices.Equal(got, []string{"0", "1", "m1"}) {
+		t.Fatalf("stuck watcher got %v, want [0 1 m1]", got)
+	}
+	act(t, b, 22)
+	if got := recv(t, stuckW); got != "22" {
+		t.Errorf("stuck watcher got %s after the mark, want 22", got)
+	}
+	if got := recv(t, healthy); got != "22" {
+		t.Errorf("healthy got %s, want 22", got)
+	}
+}
+
+// TestPendingMarkEndsWithWatcher: a mark waiting for room in a stopped or
+// closed watcher, or whose context ends, goes away with its goroutine
+// (TestMain checks for leaks).
+func TestPendingMarkEndsWithWatcher(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(b *watch.Broadcaster, w *watch.Watcher, cancel func())
+	}{
+		{"stop", func(_ *watch.Broadcaster, w *watch.Watcher, _ func()) { w.Stop() }},
+		{"shutdown", func(b *watch.Broadcaster, _ *watch.Watcher, _ func()) { b.Shutdown() }},
+		{"context", func(_ *watch.Broadcaster, _ *watch.Watcher, cancel func()) { cancel() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
+			w := mustWatch(t, b)
+			reader := roomy(t, b, 10)
+			act(t, b, 0)
+			ctx, cancel := context.WithCancel(background())
+			defer cancel()
+			for i := range 3 {
+				if err := b.Mark(ctx, &mark{i}); err != nil {
+					t.Fatalf("Mark: %v", err)
+				}
+			}
+			for _, want := range []string{"0", "m0", "m1", "m2"} {
+				if got := recv(t, reader); got != want {
+					t.Fatalf("reader got %s, want %s", got, want)
+				}
+			}
+			tc.end(b, w, cancel)
+			b.Shutdown()
+			if got := drain(t, w); !slices.Equal(got, labels(0)) {
+				t.Errorf("watcher got %v, want [0]: its marks never found room", got)
+			}
+			drain(t, reader)
+		})
+	}
+}
