@@ -215,10 +215,15 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 //
 // Under DropIfChannelFull the loop never waits for a mark: a watcher whose
 // channel is full gets the mark from a goroutine of its own as soon as it
-// has room, and until then every event for that watcher is counted as
-// dropped (so it cannot overtake the mark). One stuck watcher thus delays
+// has room, and until that goroutine has delivered it every event for that
+// watcher is counted as dropped (so none overtakes the mark). One stuck watcher thus delays
 // nothing but itself. Under WaitIfChannelFull the loop waits for room, as
 // it does for events; cancel ctx to bound how long a mark can hold it up.
+//
+// If obj implements [MarkNotifier], the loop calls its MarkDistributed once
+// it has offered the mark to every watcher, even when there are none: by
+// then every event queued before the mark has been offered to every
+// watcher and counted in [Stats].Distributed.
 //
 // Mark does not wait for delivery. A caller that needs to know when a
 // watcher's consumer got the mark must hear it from that consumer (for
@@ -392,4 +397,16 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	}
 	clear(b.watchers[len(live):])
 	b.watchers = live
+	if n, ok := ev.Object.(MarkNotifier); ok && markCtx != nil {
+		n.MarkDistributed()
+	}
+}
+
+// MarkNotifier is implemented by a mark object that wants to know when the
+// loop has passed it: see [Broadcaster.Mark].
+type MarkNotifier interface {
+	// MarkDistributed is called by the loop goroutine once it has offered
+	// the mark to every watcher (delivered it, or left it to a watcher's
+	// own goroutine). It must return at once.
+	MarkDistributed()
 }

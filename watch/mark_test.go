@@ -247,12 +247,28 @@ func TestMarkNeverHoldsUpTheLoop(t *testing.T) {
 	if got := []string{recv(t, stuckW), recv(t, stuckW), recv(t, stuckW)}; !slices.Equal(got, []string{"0", "1", "m1"}) {
 		t.Fatalf("stuck watcher got %v, want [0 1 m1]", got)
 	}
-	act(t, b, 22)
-	if got := recv(t, stuckW); got != "22" {
-		t.Errorf("stuck watcher got %s after the mark, want 22", got)
-	}
-	if got := recv(t, healthy); got != "22" {
-		t.Errorf("healthy got %s, want 22", got)
+	// Events reach it again once the mark's goroutine has finished with
+	// the mark (until then they are counted as dropped). The loop offers
+	// each event to stuckW before healthy, which registered later.
+	for i := 22; ; i++ {
+		act(t, b, i)
+		if got := recv(t, healthy); got != itoa(i) {
+			t.Fatalf("healthy got %s, want %d", got, i)
+		}
+		select {
+		case ev := <-stuckW.ResultChan():
+			if got := label(t, ev); got != itoa(i) {
+				t.Fatalf("stuck watcher got %s after the mark, want %d", got, i)
+			}
+			if off, dr := stuckW.Offered(), stuckW.Dropped(); off != uint64(i+1) || dr != uint64(i+1-3) {
+				t.Errorf("Offered %d, Dropped %d after %d events, 3 received", off, dr, i+1)
+			}
+			return
+		default:
+		}
+		if i > 10000 {
+			t.Fatal("the stuck watcher gets no events after its mark")
+		}
 	}
 }
 
@@ -292,5 +308,36 @@ func TestPendingMarkEndsWithWatcher(t *testing.T) {
 			}
 			drain(t, reader)
 		})
+	}
+}
+
+// notifyMark is a mark that reports when the loop has passed it.
+type notifyMark struct {
+	mark
+	passed chan struct{}
+}
+
+func (m *notifyMark) MarkDistributed() { close(m.passed) }
+
+// TestMarkNotifierWithoutWatchers: a MarkNotifier mark reports when the
+// loop has passed it, even with no watcher at all, and by then every event
+// queued before it is counted as distributed.
+func TestMarkNotifierWithoutWatchers(t *testing.T) {
+	b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
+	defer b.Shutdown()
+	for i := range 10 {
+		act(t, b, i)
+	}
+	m := &notifyMark{mark: mark{1}, passed: make(chan struct{})}
+	if err := b.Mark(background(), m); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	select {
+	case <-m.passed:
+	case <-time.After(guard):
+		t.Fatal("MarkDistributed not called")
+	}
+	if got := b.Stats().Distributed; got != 10 {
+		t.Errorf("Distributed = %d, want 10", got)
 	}
 }
