@@ -447,7 +447,12 @@ func shutdownError(abandoned int64, flushErr error) error {
 // before Flush; each watcher's goroutine reports when it reaches it.
 type flushMark struct {
 	slots map[*eventWatcher]*flushSlot
+	// passed is closed when the loop has offered the mark to every
+	// watcher: every event recorded before Flush has been broadcast.
+	passed chan struct{}
 }
+
+func (m *flushMark) MarkDistributed() { close(m.passed) }
 
 type flushSlot struct {
 	reached chan struct{}
@@ -476,7 +481,7 @@ var errFlushShutdown = errors.New("record: broadcaster shut down before the flus
 func (eb *broadcaster) Flush(ctx context.Context) error {
 	me := goid()
 	eb.mu.Lock()
-	mark := &flushMark{slots: make(map[*eventWatcher]*flushSlot, len(eb.watchers))}
+	mark := &flushMark{slots: make(map[*eventWatcher]*flushSlot, len(eb.watchers)), passed: make(chan struct{})}
 	watchers := make([]*eventWatcher, 0, len(eb.watchers))
 	for _, ew := range eb.watchers {
 		if me != 0 && ew.goid.Load() == me {
@@ -488,15 +493,21 @@ func (eb *broadcaster) Flush(ctx context.Context) error {
 		mark.slots[ew] = &flushSlot{reached: make(chan struct{})}
 	}
 	eb.mu.Unlock()
-	if len(watchers) == 0 {
-		return nil
-	}
 	if err := eb.b.Mark(ctx, mark); err != nil {
 		if !errors.Is(err, watch.ErrShutdown) {
 			return err
 		}
-		// Shutting down: the watchers' goroutines drain what is left and
-		// the sinks flush as they retire; wait for that below.
+		// Shutting down: the loop distributes what is left, the watchers'
+		// goroutines drain it and the sinks flush as they retire; wait
+		// for that below.
+	} else {
+		// Every event recorded so far is broadcast (and counted) once
+		// the loop has passed the mark; it never waits for a watcher.
+		select {
+		case <-mark.passed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	for _, ew := range watchers {
 		s := mark.slots[ew]
