@@ -357,6 +357,15 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 		select {
 		case <-eb.shutdownDone:
 			return eb.shutdownErr
+		default:
+		}
+		if eb.inHandler() {
+			// The running shutdown may be waiting for this very handler.
+			return errShutdownInProgress
+		}
+		select {
+		case <-eb.shutdownDone:
+			return eb.shutdownErr
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %w", errShutdownInProgress, ctx.Err())
 		}
@@ -428,6 +437,23 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 		eb.logger.V(2).Info("Event broadcaster shut down, every event accounted for")
 	}
 	return eb.shutdownErr
+}
+
+// inHandler reports whether the caller is the goroutine of one of the
+// broadcaster's watchers (a handler calling back into the broadcaster).
+func (eb *broadcaster) inHandler() bool {
+	me := goid()
+	if me == 0 {
+		return false
+	}
+	eb.mu.Lock()
+	defer eb.mu.Unlock()
+	for _, ew := range eb.watchers {
+		if ew.goid.Load() == me {
+			return true
+		}
+	}
+	return false
 }
 
 // shutdownError is the error of a shutdown that abandoned events: it says how

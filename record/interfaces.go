@@ -125,7 +125,9 @@ type EventBroadcaster interface {
 	// Later calls return the first result; a call made while the first is
 	// still running waits for it until its own ctx ends, then returns an
 	// error wrapping ctx's. Called from a StartEventWatcher handler, it does
-	// not wait for that handler's own watcher.
+	// not wait for that handler's own watcher, and while another call's
+	// shutdown runs (which may be waiting for that handler) it returns an
+	// error at once.
 	ShutdownWithContext(ctx context.Context) error
 
 	// Stats returns a snapshot of the broadcaster's counters. It never

@@ -199,6 +199,40 @@ func TestSecondShutdownHonoursItsDeadline(t *testing.T) {
 	}
 }
 
+// TestShutdownFromHandlerDuringShutdown: a handler that calls
+// ShutdownWithContext while a shutdown waits for that handler gets an error
+// at once instead of waiting for a shutdown that waits for it.
+func TestShutdownFromHandlerDuringShutdown(t *testing.T) {
+	e := newEnv(t)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	inner := make(chan error, 1)
+	e.eb.StartEventWatcher(func(*v1.Event) {
+		close(entered)
+		<-proceed
+		inner <- e.eb.ShutdownWithContext(context.Background())
+	})
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	first := make(chan error, 1)
+	go func() { first <- e.eb.ShutdownWithContext(context.Background()) }()
+	eventually(t, "the first shutdown to begin", func() bool {
+		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+		return e.eb.Stats().Dropped.AfterShutdown > 0
+	})
+	close(proceed)
+	select {
+	case err := <-inner:
+		if err == nil {
+			t.Errorf("shutdown from a handler during shutdown returned nil")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown from a handler waits for the shutdown that waits for it")
+	}
+	if err := <-first; err != nil {
+		t.Errorf("first shutdown: %v", err)
+	}
+}
+
 // TestNoStillRunningLogForIdleHandler: when Shutdown's context has ended
 // (here a hanging sink used it up) but the handlers have returned, nothing
 // claims a handler is still running.
