@@ -509,10 +509,15 @@ func (eb *broadcaster) Flush(ctx context.Context) error {
 	eb.mu.Lock()
 	mark := &flushMark{slots: make(map[*eventWatcher]*flushSlot, len(eb.watchers)), passed: make(chan struct{})}
 	watchers := make([]*eventWatcher, 0, len(eb.watchers))
+	fromHandler := false
 	for _, ew := range eb.watchers {
-		if me != 0 && ew.goid.Load() == me {
-			// Called from this watcher's own handler, which cannot reach
-			// the mark before it returns: flush the others.
+		fromHandler = fromHandler || (me != 0 && ew.goid.Load() == me)
+	}
+	for _, ew := range eb.watchers {
+		if fromHandler && ew.sink == nil {
+			// Called from a handler, which cannot reach the mark before
+			// it returns: wait for the sinks only, so that handlers
+			// flushing at the same time never wait for each other.
 			continue
 		}
 		watchers = append(watchers, ew)

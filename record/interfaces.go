@@ -113,8 +113,9 @@ type EventBroadcaster interface {
 	// abandoned by a sink whose watch was stopped), and every handler has
 	// been called with it, or until ctx ends (then it returns ctx's error).
 	// It does not stop anything. Called from a StartEventWatcher handler, it
-	// does not wait for that handler's own watcher, which cannot go on
-	// before the handler returns; it waits for the others. If Shutdown
+	// waits for the sinks only: not for that handler's own watcher, which
+	// cannot go on before the handler returns, nor for other handlers, which
+	// may be flushing too. If Shutdown
 	// finishes while Flush still waits for a handler that never returned,
 	// Flush returns an error then.
 	Flush(ctx context.Context) error

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,6 +166,33 @@ func TestFlushAndShutdownFromHandler(t *testing.T) {
 	}
 	if n := len(e.sink.Events()); n != 2 {
 		t.Errorf("%d events written, want 2", n)
+	}
+}
+
+// TestHandlersFlushingAtOnce: two handlers that call Flush at the same
+// time do not wait for each other.
+func TestHandlersFlushingAtOnce(t *testing.T) {
+	e := newEnv(t)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	errs := make(chan error, 2)
+	for range 2 {
+		e.eb.StartEventWatcher(func(*v1.Event) {
+			arrived.Done()
+			arrived.Wait() // both handlers are running
+			errs <- e.eb.Flush(context.Background())
+		})
+	}
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("Flush from a handler: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("handlers flushing at once wait for each other")
+		}
 	}
 }
 
