@@ -542,8 +542,16 @@ func (eb *broadcaster) Flush(ctx context.Context) error {
 	}
 	for _, ew := range watchers {
 		s := mark.slots[ew]
+		var stopped <-chan struct{}
+		if ew.sink == nil {
+			// A stopped handler is not waited for, even if it has not
+			// returned yet. (A stopped sink is: it flushes as it retires.)
+			stopped = ew.w.Stopped()
+		}
 		select {
 		case <-s.reached:
+		case <-stopped:
+			continue
 		case <-ew.done:
 			// Stopped: a plain watcher has nothing more to deliver, and a
 			// sink's goroutine ends only once the sink has flushed (or

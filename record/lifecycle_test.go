@@ -139,6 +139,25 @@ func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
 	}
 }
 
+// TestFlushSkipsStoppedStuckHandler: Flush does not wait for a handler
+// whose watch was stopped, even if the handler has not returned.
+func TestFlushSkipsStoppedStuckHandler(t *testing.T) {
+	e := newEnv(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	w := e.eb.StartEventWatcher(func(*v1.Event) {
+		if once.CompareAndSwap(false, true) {
+			close(entered)
+		}
+		<-release
+	})
+	defer close(release)
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	w.Stop()
+	within(t, 10*time.Second, "Flush", func() { e.flush() })
+}
+
 // TestFlushAndShutdownFromHandler: Flush and ShutdownWithContext called from
 // inside a handler do not wait for the handler's own watcher, even with a
 // context that never ends.

@@ -87,6 +87,12 @@ func (w *Watcher) Stop() {
 	})
 }
 
+// Stopped returns a channel that is closed when Stop is called (not when
+// Shutdown closes the watcher's channel).
+func (w *Watcher) Stopped() <-chan struct{} {
+	return w.stopped
+}
+
 // Dropped returns how many events this watcher missed because its channel was
 // full when the loop offered them (DropIfChannelFull only; marks are never
 // dropped).
