@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,10 +54,22 @@ func TestStoppedEventWatcherIsForgotten(t *testing.T) {
 	if err := eb.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eb.mu.Lock()
-	defer eb.mu.Unlock()
-	if len(eb.watchers) != 0 || len(eb.sinks) != 0 {
-		t.Fatalf("%d watchers and %d sinks kept after Stop", len(eb.watchers), len(eb.sinks))
+	// Flush waits for stopped sinks, not for stopped handlers' goroutines:
+	// give the last of those a moment to end.
+	kept := func() (int, int) {
+		eb.mu.Lock()
+		defer eb.mu.Unlock()
+		return len(eb.watchers), len(eb.sinks)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		w, s := kept()
+		if w == 0 && s == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watchers and %d sinks kept after Stop", w, s)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
