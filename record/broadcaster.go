@@ -560,7 +560,13 @@ func (eb *broadcaster) Flush(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-eb.shutdownDone:
-			return errFlushShutdown
+			select { // the watcher may have finished too
+			case <-s.reached:
+			case <-ew.done:
+				continue
+			default:
+				return errFlushShutdown
+			}
 		}
 		if s.barrier != nil {
 			select {
