@@ -308,8 +308,9 @@ type Stats struct {
 	// been, stopped ones included.
 	WatcherDropped uint64
 	// Distributed counts the events the loop has taken from the incoming
-	// queue and offered to the watchers registered at the time, however
-	// many there were (none included). Marks are not counted.
+	// queue and offered to every watcher registered at the time, however
+	// many there were (none included); an event is counted once the loop
+	// is done with it. Marks are not counted.
 	Distributed uint64
 }
 
@@ -370,9 +371,6 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	case b.behavior != DropIfChannelFull:
 		wait = true
 	}
-	if markCtx == nil {
-		b.distributed.Add(1)
-	}
 	live := b.watchers[:0]
 	for _, w := range b.watchers {
 		var r sendResult
@@ -397,6 +395,9 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	}
 	clear(b.watchers[len(live):])
 	b.watchers = live
+	if markCtx == nil {
+		b.distributed.Add(1)
+	}
 	if n, ok := ev.Object.(MarkNotifier); ok && markCtx != nil {
 		n.MarkDistributed()
 	}
