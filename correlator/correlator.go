@@ -408,6 +408,11 @@ func (c *EventCorrelator) UpdateStateForKey(key string, event *v1.Event) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.updateLocked(key, event)
+}
+
+// updateLocked records the server's view of event under key.
+func (c *EventCorrelator) updateLocked(key string, event *v1.Event) {
 	if v, ok := c.obs.Get(key); ok {
 		rec := v.(*observation)
 		rec.count = max(rec.count, event.Count)
@@ -422,6 +427,24 @@ func (c *EventCorrelator) UpdateStateForKey(key string, event *v1.Event) {
 		name:  event.Name,
 		rv:    event.ResourceVersion,
 	})
+}
+
+// UpdateStateForWrite is UpdateStateForKey for a writer that knows the name
+// it wrote under (sentName; the server's answer, event, may carry another):
+// if the key now follows another event, because the correlator forgot the
+// written one and started a new one while the write was under way, the
+// answer is ignored, since carrying the old event's count over to the new
+// one would count occurrences twice. herald's delivery engine uses it.
+// Herald addition.
+func (c *EventCorrelator) UpdateStateForWrite(key, sentName string, event *v1.Event) {
+	if event == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.obs.Get(key); !ok || v.(*observation).name == sentName {
+		c.updateLocked(key, event)
+	}
 }
 
 // Stats returns a snapshot of the correlator's counters.

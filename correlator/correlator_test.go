@@ -677,3 +677,34 @@ func TestCombinedMessageLimitOption(t *testing.T) {
 		}
 	}
 }
+
+// UpdateStateForWrite ignores the answer for an event the key no longer
+// follows (forgotten and started anew while its write was under way), and
+// takes the answer for the event it follows, a renamed one included.
+func TestUpdateStateForWrite(t *testing.T) {
+	c, clk := newTest(CorrelatorOptions{LRUCacheSize: 1})
+	first, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	c.EventCorrelate(newEvent(clk.Now(), "b", "R", "m")) // evicts a
+	clk.Step(time.Second)                                // the new event gets a name of its own
+	second, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	if second.Patch != nil || second.Event.Name == first.Event.Name {
+		t.Fatalf("after eviction a new event is expected: %+v", second.Event)
+	}
+	again, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m")) // count 2 of the new event
+	// The first write's answer arrives now: the key follows the new event.
+	answer := first.Event.DeepCopy()
+	answer.ResourceVersion = "7"
+	c.UpdateStateForWrite(first.Key, first.Event.Name, answer)
+	res, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	if res.Event.Name != second.Event.Name || res.Event.Count != again.Event.Count+1 {
+		t.Fatalf("a stale answer changed the state: name %q count %d, want %q %d", res.Event.Name, res.Event.Count, second.Event.Name, again.Event.Count+1)
+	}
+	// The answer for the followed event is taken, the server's name too.
+	answer = res.Event.DeepCopy()
+	answer.Name, answer.ResourceVersion = "server-name", "8"
+	c.UpdateStateForWrite(res.Key, res.Event.Name, answer)
+	res2, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	if res2.Event.Name != "server-name" || res2.Event.ResourceVersion != "8" || res2.Event.Count != res.Event.Count+1 {
+		t.Fatalf("answer not taken: %+v", res2.Event)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,19 +32,22 @@ type broadcaster struct {
 	c      counters
 	drops  *ratelog.Limiter // one loud drop line per reason and interval
 
-	// ctx is cancelled when the broadcaster has shut down; the engines log
-	// through it.
+	// ctx is cancelled when Shutdown ends, or earlier when its context
+	// does; the engines log through it, and it bounds the flush of a sink
+	// whose watch was stopped.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	watchers []*eventWatcher // live watchers, sinks among them
-	sinks    []*sinkPipeline // every sink ever started (their counters stay)
+	watchers []*eventWatcher // watchers whose goroutine still runs, sinks among them
+	sinks    []*sinkPipeline // sinks not yet retired
+	retired  Stats           // the sink counters of retired sinks
+	closed   bool            // Shutdown has taken the watchers: start no more
 	stopping atomic.Bool
 
-	shutdownOnce sync.Once
-	shutdownErr  error
-	shutdownDone chan struct{}
+	shutdownStarted atomic.Bool
+	shutdownErr     error
+	shutdownDone    chan struct{}
 }
 
 // eventWatcher is one watcher of the broadcaster and its goroutine.
@@ -51,15 +55,62 @@ type eventWatcher struct {
 	w      *watch.Watcher
 	handle func(*v1.Event)
 	sink   *sinkPipeline // nil for plain handlers
-	done   chan struct{} // closed when the goroutine has exited
+	// done is closed when the goroutine has exited; for a sink, after the
+	// sink has been retired.
+	done chan struct{}
+	// goid is the id of the goroutine, set when it starts; it lets Flush
+	// and Shutdown called from a handler skip the handler's own watcher.
+	goid atomic.Uint64
+
+	// mu guards running (a plain handler is running) and giveUp (Shutdown
+	// stopped waiting: handle nothing more).
+	mu      sync.Mutex
+	running bool
+	giveUp  bool
+}
+
+// begin reports whether the handler may run for the next event, and marks it
+// running if so.
+func (ew *eventWatcher) begin() bool {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	ew.running = !ew.giveUp
+	return ew.running
+}
+
+func (ew *eventWatcher) end() {
+	ew.mu.Lock()
+	ew.running = false
+	ew.mu.Unlock()
+}
+
+// abandon makes the watcher's goroutine handle no more events and reports
+// whether its handler is running now.
+func (ew *eventWatcher) abandon() (running bool) {
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	ew.giveUp = true
+	return ew.running
 }
 
 // sinkPipeline is what StartRecordingToSink builds: a correlator feeding a
 // delivery engine.
 type sinkPipeline struct {
-	corr   *correlator.EventCorrelator
-	engine *sink.Engine
-	w      *watch.Watcher
+	corr     *correlator.EventCorrelator
+	engine   *sink.Engine
+	w        *watch.Watcher
+	received atomic.Int64 // events taken from w's channel
+	retiring atomic.Bool  // its channel is closed and drained: it is flushing and stopping
+	stopMu   sync.Mutex   // serialises stop: a second call returns once the engine has stopped
+}
+
+// stop stops the engine. Unlike Engine.Stop, a call made while another is
+// under way returns only once the engine has stopped, so the caller can read
+// final counters.
+func (p *sinkPipeline) stop(ctx context.Context) {
+	p.stopMu.Lock()
+	defer p.stopMu.Unlock()
+	p.engine.Stop(ctx)
 }
 
 var _ EventBroadcaster = (*broadcaster)(nil)
@@ -80,6 +131,9 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 		b:            watch.NewLongQueueBroadcaster(cfg.queueLength, watch.DropIfChannelFull),
 		shutdownDone: make(chan struct{}),
 		drops:        ratelog.New(numSlots),
+	}
+	for _, p := range cfg.invalid {
+		logger.Error(nil, "Invalid broadcaster option, using its default instead", "option", p.option, "value", p.value, "default", p.def)
 	}
 	eb.ctx, eb.cancel = context.WithCancel(klog.NewContext(context.Background(), logger))
 	if done := cfg.ctx.Done(); done != nil {
@@ -129,12 +183,18 @@ func (eb *broadcaster) StartStructuredLogging(verbosity klog.Level) apiwatch.Int
 
 func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 	if s == nil {
-		eb.logger.Error(nil, "Unable to start recording to a nil event sink")
+		eb.logger.Error(nil, "Unable to start recording to a nil event sink; events are not written anywhere by it")
+		return apiwatch.NewEmptyWatch()
+	}
+	if eb.stopping.Load() {
+		eb.logger.Error(watch.ErrShutdown, "Unable to start recording to sink (will not retry!)")
 		return apiwatch.NewEmptyWatch()
 	}
 	p := &sinkPipeline{corr: correlator.NewEventCorrelatorWithOptions(eb.cfg.correlator)}
 	opts := eb.cfg.engine
-	opts.OnWritten = p.corr.UpdateStateForKey
+	opts.OnWritten = func(key string, sent, stored *v1.Event) {
+		p.corr.UpdateStateForWrite(key, sent.Name, stored)
+	}
 	engine, err := sink.NewEngine(s, opts)
 	if err != nil {
 		eb.logger.Error(err, "Unable to start recording to sink")
@@ -144,42 +204,92 @@ func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 	return eb.startWatcher(nil, p)
 }
 
-// startWatcher registers a watcher and starts its goroutine.
+// startWatcher registers a watcher and starts its goroutine (and, for a sink,
+// its engine). It holds eb.mu only for a moment, never while it waits for
+// the queue, so Stats, Flush and Shutdown never wait behind it. After
+// Shutdown it starts nothing and returns an empty watch.
 func (eb *broadcaster) startWatcher(handle func(*v1.Event), p *sinkPipeline) apiwatch.Interface {
-	eb.mu.Lock()
-	defer eb.mu.Unlock()
+	if eb.stopping.Load() {
+		eb.release(p)
+		eb.logger.Error(watch.ErrShutdown, "Unable to start event watcher (will not retry!)")
+		return apiwatch.NewEmptyWatch()
+	}
 	wi, err := eb.b.Watch()
 	if err != nil {
+		eb.release(p)
 		eb.logger.Error(err, "Unable to start event watcher (will not retry!)")
 		return apiwatch.NewEmptyWatch()
 	}
 	ew := &eventWatcher{w: wi.(*watch.Watcher), handle: handle, sink: p, done: make(chan struct{})}
+	eb.mu.Lock()
+	if eb.closed {
+		eb.mu.Unlock()
+		ew.w.Stop()
+		eb.release(p)
+		eb.logger.Error(watch.ErrShutdown, "Unable to start event watcher (will not retry!)")
+		return apiwatch.NewEmptyWatch()
+	}
 	if p != nil {
 		p.w = ew.w
 		p.engine.Start(eb.ctx)
 		eb.sinks = append(eb.sinks, p)
 	}
 	eb.watchers = append(eb.watchers, ew)
+	eb.mu.Unlock()
 	go eb.serve(ew)
 	return ew.w
 }
 
+// release frees the engine of a sink that was not started (NewEngine
+// already holds goroutines of its queue). p may be nil.
+func (eb *broadcaster) release(p *sinkPipeline) {
+	if p != nil {
+		p.stop(eb.ctx)
+	}
+}
+
 // serve is the goroutine of one watcher: it handles each event in order
-// until the watcher's channel closes (Stop or Shutdown).
+// until the watcher's channel closes (Stop or Shutdown). A sink is then
+// retired: its engine flushes for the grace period (less if Shutdown's
+// context ends first) and stops, its counters are kept and the rest is
+// released.
 func (eb *broadcaster) serve(ew *eventWatcher) {
-	defer close(ew.done)
+	ew.goid.Store(goid())
+	defer eb.forget(ew)
 	for wev := range ew.w.ResultChan() {
 		switch obj := wev.Object.(type) {
 		case *v1.Event:
 			if ew.sink != nil {
+				ew.sink.received.Add(1)
 				eb.toSink(ew.sink, obj)
-			} else {
+			} else if ew.begin() {
 				eb.handle(ew.handle, obj)
+				ew.end()
 			}
 		case *flushMark:
 			obj.reached(ew)
 		}
 	}
+	if p := ew.sink; p != nil {
+		p.retiring.Store(true)
+		ctx, cancel := context.WithTimeout(eb.ctx, eb.cfg.gracePeriod)
+		defer cancel()
+		_ = p.engine.Flush(ctx) // what is left is counted as abandoned by Stop
+		p.stop(ctx)
+		eb.mu.Lock()
+		eb.retired.addSink(p)
+		eb.sinks = slices.DeleteFunc(eb.sinks, func(x *sinkPipeline) bool { return x == p })
+		eb.mu.Unlock()
+	}
+}
+
+// forget drops a watcher whose goroutine is ending, so that a stopped
+// watcher holds nothing until Shutdown.
+func (eb *broadcaster) forget(ew *eventWatcher) {
+	eb.mu.Lock()
+	eb.watchers = slices.DeleteFunc(eb.watchers, func(x *eventWatcher) bool { return x == ew })
+	eb.mu.Unlock()
+	close(ew.done)
 }
 
 // handle runs a user's handler; a panic in it is logged, not fatal to the
@@ -193,13 +303,22 @@ func (eb *broadcaster) handle(h func(*v1.Event), ev *v1.Event) {
 	h(ev)
 }
 
-// toSink correlates ev and hands it to the sink's engine.
+// toSink correlates ev and hands it to the sink's engine. An event the
+// correlator fails on (the only failures are panics in the user's key and
+// message functions) is a counted correlator_panicked drop.
 func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
-	res, err := p.corr.EventCorrelate(ev)
-	if err != nil || res == nil || (!res.Skip && res.Event == nil) {
-		// Cannot happen for a non-nil event; count it rather than lose it.
-		eb.c.dropped[slotInvalid].Add(1)
-		eb.logger.Error(err, "Unable to correlate event, dropping it", "event", klog.KObj(ev))
+	res, err := correlate(p.corr, ev)
+	if err == nil && (res == nil || (!res.Skip && res.Event == nil)) {
+		err = errors.New("record: correlator returned no event")
+	}
+	if err != nil {
+		n := eb.c.dropped[slotCorrelatorPanicked].Add(1)
+		msg := "Unable to correlate event, dropping it"
+		if eb.drops.Allow(slotCorrelatorPanicked, eb.cfg.clock.Now()) {
+			eb.logger.Error(err, msg, "event", klog.KObj(ev), "dropReason", DropCorrelatorPanicked.String(), "droppedForReason", n)
+		} else if v := eb.logger.V(4); v.Enabled() {
+			v.Info(msg, "event", klog.KObj(ev), "dropReason", DropCorrelatorPanicked.String(), "droppedForReason", n, "err", err)
+		}
 		return
 	}
 	if res.Skip {
@@ -212,6 +331,17 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
 	p.engine.Add(key, res.Event, res.Patch)
 }
 
+// correlate is c.EventCorrelate with a panic (from a user's key or message
+// function) turned into an error.
+func correlate(c *correlator.EventCorrelator, ev *v1.Event) (res *correlator.EventCorrelateResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("record: correlator panicked: %v", r)
+		}
+	}()
+	return c.EventCorrelate(ev)
+}
+
 func (eb *broadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSource) EventRecorderLogger {
 	return &recorder{eb: eb, scheme: scheme, source: source, logger: eb.logger}
 }
@@ -222,63 +352,149 @@ func (eb *broadcaster) Shutdown() {
 	_ = eb.ShutdownWithContext(ctx)
 }
 
-func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
-	eb.shutdownOnce.Do(func() {
-		defer close(eb.shutdownDone)
-		eb.stopping.Store(true)
-		flushErr := eb.Flush(ctx)
+// errShutdownInProgress is wrapped by a ShutdownWithContext whose context
+// ends while another call's shutdown is still running.
+var errShutdownInProgress = errors.New("record: shutdown still in progress in another call")
 
-		// Stop distributing: the loop closes every watcher channel after
-		// handing out what was queued, and each goroutine then ends.
-		eb.b.Shutdown()
-		eb.mu.Lock()
-		watchers := eb.watchers
-		eb.watchers = nil
-		eb.mu.Unlock()
-		for _, ew := range watchers {
-			if ew.sink != nil {
-				<-ew.done // our own code: it hands what is left to the engine
+func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
+	if !eb.shutdownStarted.CompareAndSwap(false, true) {
+		select {
+		case <-eb.shutdownDone:
+			return eb.shutdownErr
+		default:
+		}
+		if eb.inHandler() {
+			// The running shutdown may be waiting for this very handler.
+			return errShutdownInProgress
+		}
+		select {
+		case <-eb.shutdownDone:
+			return eb.shutdownErr
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", errShutdownInProgress, ctx.Err())
+		}
+	}
+	defer close(eb.shutdownDone)
+	// When ctx ends, so does every flush still under way.
+	defer context.AfterFunc(ctx, eb.cancel)()
+	abandonedBefore := eb.Stats().Abandoned
+	eb.stopping.Store(true)
+	flushErr := eb.Flush(ctx)
+
+	// Stop distributing: the loop closes every watcher channel after
+	// handing out what was queued, and each goroutine then ends (a sink's
+	// once its engine has flushed and stopped).
+	eb.b.Shutdown()
+	eb.mu.Lock()
+	eb.closed = true
+	watchers := slices.Clone(eb.watchers)
+	eb.mu.Unlock()
+	me := goid()
+	for _, ew := range watchers {
+		if me != 0 && ew.goid.Load() == me {
+			continue // called from this watcher's own handler
+		}
+		select {
+		case <-ew.done:
+			continue
+		default:
+		}
+		select {
+		case <-ew.done:
+			continue
+		case <-ctx.Done():
+		}
+		select {
+		case <-ew.done:
+		default:
+			if p := ew.sink; p != nil {
+				eb.cancel() // ends the flush of every retiring sink
+				if !p.retiring.Load() {
+					// Its goroutine may be stuck in the correlator (in
+					// a user's key function): stop the engine from
+					// here; events handed to it later count as
+					// abandoned.
+					p.stop(ctx)
+				}
+				if p.retiring.Load() {
+					<-ew.done // its engine stops within a moment
+				}
 				continue
 			}
-			select {
-			case <-ew.done:
-			case <-ctx.Done():
-				// A user's handler that never returns must not hold up
-				// shutdown; its goroutine ends when the handler does.
+			if ew.abandon() {
+				// A user's handler that has not returned must not hold
+				// up shutdown; its goroutine ends when the handler does.
 				eb.logger.Error(ctx.Err(), "Event handler still running at shutdown, not waiting for it")
+				continue
 			}
+			// Between two events: it skips the rest of its channel and
+			// ends without calling the handler again.
+			<-ew.done
 		}
-		var abandoned int64
-		for _, p := range eb.sinkList() {
-			abandoned += p.engine.Stop(ctx)
-		}
-		eb.cancel()
-		if abandoned > 0 {
-			eb.shutdownErr = fmt.Errorf("record: shutdown abandoned %d events: %w", abandoned, flushErr)
-			eb.logger.Error(flushErr, "Event broadcaster shut down before every event was written", "abandoned", abandoned)
-		} else {
-			eb.logger.V(2).Info("Event broadcaster shut down, every event accounted for")
-		}
-	})
+	}
+	eb.cancel()
+	abandoned := eb.Stats().Abandoned - abandonedBefore
+	eb.shutdownErr = shutdownError(abandoned, flushErr)
+	if abandoned > 0 {
+		eb.logger.Error(flushErr, "Event broadcaster shut down before every event was written", "abandoned", abandoned)
+	} else {
+		eb.logger.V(2).Info("Event broadcaster shut down, every event accounted for")
+	}
 	return eb.shutdownErr
 }
 
-func (eb *broadcaster) sinkList() []*sinkPipeline {
+// inHandler reports whether the caller is the goroutine of one of the
+// broadcaster's watchers (a handler calling back into the broadcaster).
+func (eb *broadcaster) inHandler() bool {
+	me := goid()
+	if me == 0 {
+		return false
+	}
 	eb.mu.Lock()
 	defer eb.mu.Unlock()
-	return append([]*sinkPipeline(nil), eb.sinks...)
+	for _, ew := range eb.watchers {
+		if ew.goid.Load() == me {
+			return true
+		}
+	}
+	return false
+}
+
+// shutdownError is the error of a shutdown that abandoned events: it says how
+// many and wraps the flush error, if any. It is nil when none were abandoned.
+func shutdownError(abandoned int64, flushErr error) error {
+	switch {
+	case abandoned <= 0:
+		return nil
+	case flushErr != nil:
+		return fmt.Errorf("record: shutdown abandoned %d events: %w", abandoned, flushErr)
+	default:
+		return fmt.Errorf("record: shutdown abandoned %d events", abandoned)
+	}
 }
 
 // flushMark travels through the broadcaster behind every event recorded
 // before Flush; each watcher's goroutine reports when it reaches it.
 type flushMark struct {
 	slots map[*eventWatcher]*flushSlot
+	// mu guards the slots' forget and cancelled: a Flush that gives up
+	// forgets the engine waits its mark took, and a watcher that reaches
+	// the mark after that takes none.
+	mu        sync.Mutex
+	cancelled bool
+	// passed is closed when the loop has offered the mark to every
+	// watcher: every event recorded before Flush has been broadcast.
+	passed chan struct{}
 }
+
+func (m *flushMark) MarkDistributed() { close(m.passed) }
 
 type flushSlot struct {
 	reached chan struct{}
-	// barrier is the sink engine's barrier, set before reached is closed.
+	// barrier is the sink engine's wait, set before reached is closed;
+	// forget removes it (see flushMark.mu).
 	barrier <-chan struct{}
+	forget  func()
 }
 
 func (m *flushMark) reached(ew *eventWatcher) {
@@ -287,39 +503,103 @@ func (m *flushMark) reached(ew *eventWatcher) {
 		return // a watcher started after the Flush call
 	}
 	if ew.sink != nil {
-		s.barrier = ew.sink.engine.Barrier()
+		m.mu.Lock()
+		if !m.cancelled {
+			s.barrier, s.forget = ew.sink.engine.Wait()
+		}
+		m.mu.Unlock()
 	}
 	close(s.reached)
+}
+
+// cancel forgets the engine waits of a Flush that gave up: none of them
+// stays on the pending writes.
+func (m *flushMark) cancel() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cancelled = true
+	for _, s := range m.slots {
+		if s.forget != nil {
+			s.forget()
+		}
+	}
 }
 
 func (m *flushMark) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 func (m *flushMark) DeepCopyObject() runtime.Object   { return m }
 
-func (eb *broadcaster) Flush(ctx context.Context) error {
+// errFlushShutdown is returned by a Flush that was still waiting for a
+// watcher when Shutdown finished.
+var errFlushShutdown = errors.New("record: broadcaster shut down before the flush completed")
+
+func (eb *broadcaster) Flush(ctx context.Context) (err error) {
+	me := goid()
 	eb.mu.Lock()
-	mark := &flushMark{slots: make(map[*eventWatcher]*flushSlot, len(eb.watchers))}
-	watchers := append([]*eventWatcher(nil), eb.watchers...)
-	for _, ew := range watchers {
+	mark := &flushMark{slots: make(map[*eventWatcher]*flushSlot, len(eb.watchers)), passed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			mark.cancel()
+		}
+	}()
+	watchers := make([]*eventWatcher, 0, len(eb.watchers))
+	fromHandler := false
+	for _, ew := range eb.watchers {
+		fromHandler = fromHandler || (me != 0 && ew.goid.Load() == me)
+	}
+	for _, ew := range eb.watchers {
+		if fromHandler && ew.sink == nil {
+			// Called from a handler, which cannot reach the mark before
+			// it returns: wait for the sinks only, so that handlers
+			// flushing at the same time never wait for each other.
+			continue
+		}
+		watchers = append(watchers, ew)
 		mark.slots[ew] = &flushSlot{reached: make(chan struct{})}
 	}
 	eb.mu.Unlock()
-	if len(watchers) == 0 {
-		return nil
-	}
 	if err := eb.b.Mark(ctx, mark); err != nil {
-		if errors.Is(err, watch.ErrShutdown) {
-			return nil // shut down: nothing is left to flush
+		if !errors.Is(err, watch.ErrShutdown) {
+			return err
 		}
-		return err
+		// Shutting down: the loop distributes what is left, the watchers'
+		// goroutines drain it and the sinks flush as they retire; wait
+		// for that below.
+	} else {
+		// Every event recorded so far is broadcast (and counted) once
+		// the loop has passed the mark; it never waits for a watcher.
+		select {
+		case <-mark.passed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	for _, ew := range watchers {
 		s := mark.slots[ew]
+		var stopped <-chan struct{}
+		if ew.sink == nil {
+			// A stopped handler is not waited for, even if it has not
+			// returned yet. (A stopped sink is: it flushes as it retires.)
+			stopped = ew.w.Stopped()
+		}
 		select {
 		case <-s.reached:
+		case <-stopped:
+			continue
 		case <-ew.done:
-			continue // watcher stopped: it has nothing more to deliver
+			// Stopped: a plain watcher has nothing more to deliver, and a
+			// sink's goroutine ends only once the sink has flushed (or
+			// counted its events as abandoned).
+			continue
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-eb.shutdownDone:
+			select { // the watcher may have finished too
+			case <-s.reached:
+			case <-ew.done:
+				continue
+			default:
+				return errFlushShutdown
+			}
 		}
 		if s.barrier != nil {
 			select {
@@ -336,36 +616,72 @@ func (eb *broadcaster) Stats() Stats {
 	s := Stats{
 		Recorded: eb.c.recorded.Load(),
 		Dropped: Drops{
-			Invalid:       eb.c.dropped[slotInvalid].Load(),
-			QueueFull:     eb.c.dropped[slotQueueFull].Load(),
-			AfterShutdown: eb.c.dropped[slotAfterShutdown].Load(),
+			Invalid:            eb.c.dropped[slotInvalid].Load(),
+			QueueFull:          eb.c.dropped[slotQueueFull].Load(),
+			AfterShutdown:      eb.c.dropped[slotAfterShutdown].Load(),
+			CorrelatorPanicked: eb.c.dropped[slotCorrelatorPanicked].Load(),
 		},
 	}
 	bs := eb.b.Stats()
+	s.Broadcast = int64(bs.Distributed)
 	s.Queued = int64(bs.Queued)
-	for _, p := range eb.sinkList() {
-		es := p.engine.Stats()
-		cs := p.corr.Stats()
-		s.Filtered += int64(cs.Filtered)
-		s.Aggregated += int64(cs.Aggregated)
-		s.CacheEvictions += int64(cs.AggregateEvictions + cs.ObserveEvictions + cs.SpamEvictions)
-		s.Coalesced += es.Coalesced
-		s.Created += es.Created
-		s.Patched += es.Patched
-		s.Retried += es.Retried
-		s.Abandoned += es.Abandoned
-		s.Pending += es.Pending
-		s.InFlight += es.InFlight
-		s.Dropped.WatcherFull += int64(p.w.Dropped())
-		s.Queued += int64(len(p.w.ResultChan()))
-		d := &s.Dropped.Drops
-		d.AlreadyExists += es.Dropped.AlreadyExists
-		d.NamespaceTerminating += es.Dropped.NamespaceTerminating
-		d.Forbidden += es.Dropped.Forbidden
-		d.Rejected += es.Dropped.Rejected
-		d.BadResponse += es.Dropped.BadResponse
-		d.RetriesExhausted += es.Dropped.RetriesExhausted
-		d.PendingFull += es.Dropped.PendingFull
+	eb.mu.Lock()
+	defer eb.mu.Unlock()
+	s.addSinkTotals(eb.retired)
+	for _, p := range eb.sinks {
+		s.addSink(p)
 	}
 	return s
+}
+
+// addSink adds the counters of one sink to s.
+func (s *Stats) addSink(p *sinkPipeline) {
+	es := p.engine.Stats()
+	cs := p.corr.Stats()
+	var t Stats
+	t.Filtered = int64(cs.Filtered)
+	t.Aggregated = int64(cs.Aggregated)
+	t.CacheEvictions = int64(cs.AggregateEvictions + cs.ObserveEvictions + cs.SpamEvictions)
+	t.Coalesced = es.Coalesced
+	t.Created = es.Created
+	t.Patched = es.Patched
+	t.Retried = es.Retried
+	t.Abandoned = es.Abandoned
+	t.Pending = es.Pending
+	t.InFlight = es.InFlight
+	t.Dropped.Drops = es.Dropped
+	t.Probes = es.Probes
+	t.RateCuts = es.RateCuts
+	// Gauges: live sinks only (addSinkTotals also folds retired sinks).
+	s.Server = max(s.Server, es.Server)
+	s.WriteRate += es.WriteRate
+	s.HeldBack += es.HeldBack
+	s.OldestPending = max(s.OldestPending, es.OldestPending)
+	if p.w != nil {
+		offered, dropped := int64(p.w.Offered()), int64(p.w.Dropped())
+		t.Offered = offered
+		t.Dropped.WatcherFull = dropped
+		t.Queued = max(offered-dropped-p.received.Load(), 0)
+	}
+	s.addSinkTotals(t)
+}
+
+// addSinkTotals adds the sink-side fields of t to s.
+func (s *Stats) addSinkTotals(t Stats) {
+	s.Offered += t.Offered
+	s.Filtered += t.Filtered
+	s.Aggregated += t.Aggregated
+	s.CacheEvictions += t.CacheEvictions
+	s.Coalesced += t.Coalesced
+	s.Created += t.Created
+	s.Patched += t.Patched
+	s.Retried += t.Retried
+	s.Abandoned += t.Abandoned
+	s.Pending += t.Pending
+	s.InFlight += t.InFlight
+	s.Queued += t.Queued
+	s.Dropped.WatcherFull += t.Dropped.WatcherFull
+	s.Dropped.Drops.Add(t.Dropped.Drops)
+	s.Probes += t.Probes
+	s.RateCuts += t.RateCuts
 }

@@ -3,8 +3,11 @@ package record_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -117,5 +121,102 @@ func TestCoalescingPropertyRandom(t *testing.T) {
 			}
 			checkIdentity(t, st)
 		})
+	}
+}
+
+// A Flush that gives up leaves nothing on the pending writes: 200 Flushes
+// timing out while 2,000 writes wait for a server that is down.
+func TestTimedOutFlushesKeepNothing(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := sinktest.New()
+	s.SetFault(func(context.Context, sinktest.Op, *v1.Event) error {
+		return apierrors.NewServiceUnavailable("down")
+	})
+	clk := clocktesting.NewFakeClock(t0) // never stepped: no probe after the first failures
+	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(-1, 0))
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = eb.ShutdownWithContext(sctx)
+	}()
+	eb.StartRecordingToSink(s)
+	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"})
+	for i := range 2000 {
+		rec.Eventf(pod("ns", fmt.Sprint("p", i)), v1.EventTypeWarning, "Failed", "m")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for eb.Stats().Pending < 1990 {
+		if time.Now().After(deadline) {
+			t.Fatalf("events not pending: %+v", eb.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for range 200 {
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		if err := eb.Flush(fctx); err == nil {
+			t.Fatal("Flush returned nil with the server down")
+		}
+		cancel()
+	}
+	if grew := int64(heap()) - int64(before); grew > 2<<20 {
+		t.Fatalf("200 timed-out Flushes kept %d KB", grew>>10)
+	}
+}
+
+// Stats shows why events are late: the engine's view of the server, the
+// events it holds back, and the age of the oldest.
+func TestStatsShowServerState(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := sinktest.New()
+	var down atomic.Bool
+	down.Store(true)
+	s.SetFault(func(context.Context, sinktest.Op, *v1.Event) error {
+		if down.Load() {
+			return apierrors.NewServiceUnavailable("down")
+		}
+		return nil
+	})
+	clk := clocktesting.NewFakeClock(t0)
+	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(-1, 0), record.WithSleepDuration(time.Second))
+	defer eb.Shutdown()
+	eb.StartRecordingToSink(s)
+	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"})
+	for i := range 5 {
+		rec.Eventf(pod("ns", fmt.Sprint("p", i)), v1.EventTypeWarning, "Failed", "m")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st := eb.Stats(); st.Server != sink.ServerProbing || st.Pending != 5; st = eb.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("server never seen down: %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(500 * time.Millisecond) // less than a probe's backoff could be: at most one probe
+	st := eb.Stats()
+	if st.HeldBack+st.InFlight != 5 || st.OldestPending < 500*time.Millisecond || !math.IsInf(st.WriteRate, 1) {
+		t.Fatalf("while down: %+v", st)
+	}
+	down.Store(false)
+	for {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		err := eb.Flush(fctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not flushed: %+v", eb.Stats())
+		}
+		clk.Step(time.Second)
+	}
+	if st := eb.Stats(); st.Server != sink.ServerHealthy || st.HeldBack != 0 || st.OldestPending != 0 || st.Created != 5 || st.Probes == 0 {
+		t.Fatalf("after the return: %+v", st)
 	}
 }

@@ -23,8 +23,11 @@
 //   - Recording never blocks and never loses an event silently. Every event
 //     ends in exactly one bucket of [Stats]: written (created or patched),
 //     folded into another write's count (coalesced), filtered by the spam
-//     filter, dropped with a reason, or abandoned at shutdown. Drops are
-//     logged at a bounded rate through the contextual logger.
+//     filter, dropped with a reason, or abandoned at shutdown, with any
+//     number of sinks (see [Stats] for the identity). Drops are logged at a
+//     bounded rate through the contextual logger.
+//   - A slow or stuck watcher fills only its own channel: Flush, Stats,
+//     Shutdown and Start* never wait for it past their context.
 //   - Events are written by a delivery engine (package sink): several
 //     workers, per-key retries with exponential backoff and jitter, 5xx and
 //     429 retried after Retry-After, Patch NotFound falls back to Create,
@@ -54,8 +57,13 @@
 // NewBroadcaster starts one goroutine (two with a cancellable [WithContext]
 // context); each StartEventWatcher, StartLogging, StartStructuredLogging and
 // StartRecordingToSink starts one more, and each sink also its engine's
-// workers (4 by default) and its workqueue's goroutines. Shutdown, or
-// cancelling the WithContext context, stops them all.
+// workers (4 by default) and its workqueue's goroutines. Stop on the watch a
+// Start* call returned stops that watcher's goroutines (a sink's once it
+// has flushed, for at most the grace period); Shutdown, or cancelling the
+// WithContext context, stops them all. A watcher whose channel is full
+// while Flush waits for it has, for that while, one more goroutine that
+// hands it the flush mark. A handler that never returns keeps its own
+// goroutine, which nothing waits for.
 //
 // # Tests
 //

@@ -68,12 +68,21 @@ type EventRecorderLogger = clientrecord.EventRecorderLogger
 type EventBroadcaster interface {
 	// StartEventWatcher calls eventHandler, from one goroutine of its own,
 	// with every event recorded after the call. Stop the returned watcher to
-	// end it; Shutdown ends it too.
+	// end it; Shutdown ends it too. A handler that falls behind (or never
+	// returns) fills only its own channel (WithQueueLength); the events it
+	// misses are counted in the returned *watch.Watcher's Dropped, and no
+	// other watcher, Flush (past its context), Stats or Start* waits for it.
 	StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface
 
 	// StartRecordingToSink correlates every event recorded after the call
 	// and writes it to sink through a delivery engine (see package sink).
-	// Each call gets its own correlator and engine.
+	// Each call gets its own correlator and engine. Stop on the returned
+	// watch retires the sink: it stops taking events, writes what it holds
+	// for at most the grace period (WithShutdownGracePeriod; what is left
+	// then is counted as abandoned), stops its goroutines and releases its
+	// memory; its counters stay in Stats, and Flush waits for it. A nil
+	// sink is refused with an error log and an empty watch: the events it
+	// would have got show in Stats as Broadcast but not Offered.
 	StartRecordingToSink(sink EventSink) watch.Interface
 
 	// StartLogging calls logf with a line for each event, in client-go's
@@ -92,21 +101,37 @@ type EventBroadcaster interface {
 	// default 10 s), then stops every goroutine the broadcaster started.
 	// Events still unwritten are counted as abandoned and logged. A
 	// StartEventWatcher handler that does not return by then is not waited
-	// for; its goroutine ends when the handler returns.
-	// Recording after Shutdown is a counted drop. It is idempotent.
+	// for (and logged as still running); its goroutine ends when the
+	// handler returns, without handling the rest of its channel.
+	// Recording after Shutdown is a counted drop, and Start* after it start
+	// nothing and return an empty watch. It is idempotent; see
+	// ShutdownWithContext for concurrent calls and calls from a handler.
 	Shutdown()
 
 	// Flush waits until every event recorded before the call has been
-	// written, folded into another event's count, filtered or dropped, or
-	// until ctx ends (then it returns ctx's error). It does not stop
-	// anything.
+	// written, folded into another event's count, filtered or dropped (or
+	// abandoned by a sink whose watch was stopped), and every handler has
+	// been called with it, or until ctx ends (then it returns ctx's error).
+	// It does not stop anything. Called from a StartEventWatcher handler, it
+	// waits for the sinks only: not for that handler's own watcher, which
+	// cannot go on before the handler returns, nor for other handlers, which
+	// may be flushing too. If Shutdown
+	// finishes while Flush still waits for a handler that never returned,
+	// Flush returns an error then.
 	Flush(ctx context.Context) error
 
 	// ShutdownWithContext is Shutdown with ctx bounding the flush instead of
 	// the grace period. It returns an error that says how many events were
-	// abandoned, or nil when none were. Later calls return the first result.
+	// abandoned (wrapping the flush's error, if any), or nil when none were.
+	// Later calls return the first result; a call made while the first is
+	// still running waits for it until its own ctx ends, then returns an
+	// error wrapping ctx's. Called from a StartEventWatcher handler, it does
+	// not wait for that handler's own watcher, and while another call's
+	// shutdown runs (which may be waiting for that handler) it returns an
+	// error at once.
 	ShutdownWithContext(ctx context.Context) error
 
-	// Stats returns a snapshot of the broadcaster's counters.
+	// Stats returns a snapshot of the broadcaster's counters. It never
+	// waits.
 	Stats() Stats
 }

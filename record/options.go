@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -27,8 +28,26 @@ const (
 	DefaultMessageLimit = 1024
 )
 
+// Limits of the broadcaster options. A value above its limit is absurd (it
+// would allocate gigabytes or start a goroutine per event) and treated like
+// a negative one: the default is used and one error is logged.
+const (
+	// MaxQueueLength is the largest WithQueueLength: 2^20 slots, about
+	// 32 MiB for the incoming queue and 24 MiB for each watcher's channel,
+	// allocated up front.
+	MaxQueueLength = 1 << 20
+	// MaxWorkers is the largest WithWorkers.
+	MaxWorkers = 1024
+)
+
 // BroadcasterOption configures a broadcaster made by NewBroadcaster. Like
 // client-go's, it is a function type.
+//
+// One rule holds for every numeric option: zero means the default; an
+// invalid value (negative where not documented otherwise, above the
+// option's limit, NaN) also means the default, and NewBroadcaster logs one
+// error naming the option. No option value makes NewBroadcaster panic or a
+// sink be refused.
 type BroadcasterOption func(*config)
 
 type config struct {
@@ -42,6 +61,17 @@ type config struct {
 	messageLimit  int
 	sleepDuration time.Duration
 	sleepSet      bool // WithSleepDuration was given
+
+	// invalid lists the options that had an invalid value and were reset
+	// to their default; NewBroadcaster logs each once.
+	invalid []invalidOption
+}
+
+// invalidOption is an option whose value was invalid.
+type invalidOption struct {
+	option string
+	value  any
+	def    any
 }
 
 // WithCorrelatorOptions sets the options of the correlator of each sink
@@ -79,12 +109,14 @@ func WithClock(clk clock.WithTicker) BroadcasterOption {
 }
 
 // WithQueueLength sets the capacity of the incoming queue and of each
-// watcher's channel. Default 10000 (client-go: 1000).
+// watcher's channel. Default 10000 (client-go: 1000); at most
+// MaxQueueLength.
 func WithQueueLength(n int) BroadcasterOption {
 	return func(c *config) { c.queueLength = n }
 }
 
-// WithWorkers sets the number of goroutines each sink writes with. Default 4.
+// WithWorkers sets the number of goroutines each sink writes with. Default
+// 4; at most MaxWorkers.
 func WithWorkers(n int) BroadcasterOption {
 	return func(c *config) { c.engine.Workers = n }
 }
@@ -93,6 +125,14 @@ func WithWorkers(n int) BroadcasterOption {
 // Default 50 writes/s with a burst of 100; a negative qps turns it off.
 func WithWriteLimit(qps float64, burst int) BroadcasterOption {
 	return func(c *config) { c.engine.QPS, c.engine.Burst = qps, burst }
+}
+
+// WithAdaptiveWriteRate turns the adaptive write rate on (the default) or
+// off. On, a 429 from the API server cuts every sink's write rate, which
+// then grows back (see package sink): many controllers writing to one
+// server converge to its capacity. Off, the rate stays at WithWriteLimit's.
+func WithAdaptiveWriteRate(enabled bool) BroadcasterOption {
+	return func(c *config) { c.engine.DisableAdaptiveRate = !enabled }
 }
 
 // WithMaxTries sets how many times a key is tried in a row before its
@@ -124,7 +164,8 @@ func WithShutdownGracePeriod(d time.Duration) BroadcasterOption {
 }
 
 // WithMessageLimit sets the longest message in bytes; longer messages are cut
-// on a UTF-8 boundary. Default 1024. A negative value keeps messages whole.
+// on a UTF-8 boundary. Default 1024. A negative value keeps messages whole
+// (the one option where a negative value is not invalid).
 func WithMessageLimit(n int) BroadcasterOption {
 	return func(c *config) { c.messageLimit = n }
 }
@@ -142,14 +183,23 @@ func newConfig(opts []BroadcasterOption) config {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	if c.queueLength <= 0 {
-		c.queueLength = DefaultQueueLength
+	c.queueLength = c.check("WithQueueLength", c.queueLength, DefaultQueueLength, MaxQueueLength)
+	c.gracePeriod = checkDuration(&c, "WithShutdownGracePeriod", c.gracePeriod, DefaultShutdownGracePeriod)
+	c.engine.Workers = c.check("WithWorkers", c.engine.Workers, sink.DefaultWorkers, MaxWorkers)
+	c.engine.MaxTries = c.check("WithMaxTries", c.engine.MaxTries, sink.DefaultMaxTries, math.MaxInt)
+	c.engine.MaxPending = c.check("WithMaxPending", c.engine.MaxPending, sink.DefaultMaxPending, math.MaxInt)
+	c.engine.Burst = c.check("WithWriteLimit burst", c.engine.Burst, sink.DefaultBurst, math.MaxInt)
+	if math.IsNaN(c.engine.QPS) {
+		c.invalid = append(c.invalid, invalidOption{"WithWriteLimit qps", c.engine.QPS, float64(sink.DefaultQPS)})
+		c.engine.QPS = sink.DefaultQPS
 	}
-	if c.gracePeriod <= 0 {
-		c.gracePeriod = DefaultShutdownGracePeriod
-	}
+	c.engine.RequestTimeout = checkDuration(&c, "WithRequestTimeout", c.engine.RequestTimeout, sink.DefaultRequestTimeout)
+	c.engine.BaseDelay = checkDuration(&c, "WithRetryBackoff", c.engine.BaseDelay, sink.DefaultBaseDelay)
 	if c.messageLimit == 0 {
 		c.messageLimit = DefaultMessageLimit
+	}
+	if c.correlator.MessageLimit == 0 {
+		c.correlator.MessageLimit = c.messageLimit // combined messages too
 	}
 	switch {
 	case c.sleepDuration > 0:
@@ -162,4 +212,29 @@ func newConfig(opts []BroadcasterOption) config {
 		c.correlator.Clock = c.clock
 	}
 	return c
+}
+
+// check returns v if it is in [1, limit], def if it is 0, and def after
+// noting an invalid option otherwise.
+func (c *config) check(option string, v, def, limit int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0 || v > limit:
+		c.invalid = append(c.invalid, invalidOption{option, v, def})
+		return def
+	}
+	return v
+}
+
+// checkDuration is check for a duration, which has no upper limit.
+func checkDuration(c *config, option string, d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		c.invalid = append(c.invalid, invalidOption{option, d, def})
+		return def
+	}
+	return d
 }

@@ -94,8 +94,8 @@ func (e *env) logs() string {
 func checkIdentity(t *testing.T, s record.Stats) {
 	t.Helper()
 	sum := s.Dropped.Total() + s.Filtered + s.Coalesced + s.Created + s.Patched + s.Abandoned + s.Queued + s.Pending + s.InFlight
-	if sum != s.Recorded {
-		t.Fatalf("recorded %d, accounted %d: %+v", s.Recorded, sum, s)
+	if sum != s.Recorded || s.Unaccounted() != 0 {
+		t.Fatalf("recorded %d, accounted %d (unaccounted %d): %+v", s.Recorded, sum, s.Unaccounted(), s)
 	}
 }
 

@@ -140,20 +140,21 @@ func (r *recorder) drop(slot int, err error, msg string, kv func() []any) {
 	n := r.eb.c.dropped[slot].Add(1)
 	reason := slotReasons[slot]
 	if r.eb.drops.Allow(slot, r.eb.cfg.clock.Now()) {
-		r.logger.Error(err, msg, append(kv(), "dropReason", reason, "droppedForReason", n)...)
+		r.logger.Error(err, msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n)...)
 	} else if v := r.logger.V(4); v.Enabled() {
-		v.Info(msg, append(kv(), "dropReason", reason, "droppedForReason", n, "err", err)...)
+		v.Info(msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n, "err", err)...)
 	}
 }
 
-// The recorder's drop reasons, as slots of its counters and of its
-// drop-log limiter.
+// The drop reasons counted by the broadcaster itself (not by a watcher or an
+// engine), as slots of its counters and of its drop-log limiter.
 const (
 	slotInvalid = iota
 	slotQueueFull
 	slotAfterShutdown
+	slotCorrelatorPanicked
 	numSlots
 )
 
-// slotReasons names each slot with its metric label.
-var slotReasons = [numSlots]string{DropInvalid, DropQueueFull, DropAfterShutdown}
+// slotReasons gives each slot its reason.
+var slotReasons = [numSlots]DropReason{DropInvalid, DropQueueFull, DropAfterShutdown, DropCorrelatorPanicked}

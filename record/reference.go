@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
+	"weak"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,13 +18,77 @@ import (
 // errNilObject is returned for a nil object or a typed nil pointer.
 var errNilObject = errors.New("record: can't reference a nil object")
 
-// kindCache remembers the GroupVersionKind the scheme gives each Go type, so
+// kindCache remembers the GroupVersionKind a scheme gives each Go type, so
 // the recorder does not ask the scheme (and allocate) on every event.
-type kindCache struct{ m sync.Map } // kindKey -> schema.GroupVersionKind
+//
+// It is bounded and keeps no scheme alive: it holds the kinds of at most
+// maxKindSchemes schemes, the most recently added first, each through a weak
+// pointer (a scheme nobody else uses any more is collected, and its slot
+// goes when a newer scheme needs room), and at most maxKindsPerScheme types
+// per scheme (a full slot starts again empty).
+type kindCache struct {
+	slots atomic.Pointer[[]*kindSlot] // replaced, never modified, under mu
+	mu    sync.Mutex
+}
 
-type kindKey struct {
-	scheme *runtime.Scheme
-	typ    reflect.Type
+// Bounds of a kindCache. A controller has one scheme or a few, and a few
+// dozen kinds it records events about.
+const (
+	maxKindSchemes    = 8
+	maxKindsPerScheme = 1024
+)
+
+// kindSlot is the cache of one scheme.
+type kindSlot struct {
+	scheme weak.Pointer[runtime.Scheme]
+	kinds  sync.Map // reflect.Type -> schema.GroupVersionKind
+	n      atomic.Int64
+}
+
+// slot returns the slot of scheme, adding it (and dropping the oldest or
+// dead ones) if there is none.
+func (c *kindCache) slot(scheme *runtime.Scheme) *kindSlot {
+	if p := c.slots.Load(); p != nil {
+		for _, s := range *p {
+			if s.scheme.Value() == scheme {
+				return s
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old []*kindSlot
+	if p := c.slots.Load(); p != nil {
+		old = *p
+	}
+	for _, s := range old {
+		if s.scheme.Value() == scheme {
+			return s
+		}
+	}
+	ns := &kindSlot{scheme: weak.Make(scheme)}
+	slots := []*kindSlot{ns}
+	for _, s := range old {
+		if len(slots) == maxKindSchemes {
+			break
+		}
+		if s.scheme.Value() != nil {
+			slots = append(slots, s)
+		}
+	}
+	c.slots.Store(&slots)
+	return ns
+}
+
+// len returns the number of schemes and of types the cache holds.
+func (c *kindCache) len() (schemes, types int) {
+	if p := c.slots.Load(); p != nil {
+		for _, s := range *p {
+			schemes++
+			types += int(s.n.Load())
+		}
+	}
+	return schemes, types
 }
 
 // reference returns the ObjectReference client-go's reference.GetReference
@@ -71,8 +137,8 @@ func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (schema.G
 	if scheme == nil {
 		return schema.GroupVersionKind{}, errors.New("record: scheme is required to look up the kind of an object without TypeMeta")
 	}
-	k := kindKey{scheme, reflect.TypeOf(obj)}
-	if v, ok := c.m.Load(k); ok {
+	slot, typ := c.slot(scheme), reflect.TypeOf(obj)
+	if v, ok := slot.kinds.Load(typ); ok {
 		return v.(schema.GroupVersionKind), nil
 	}
 	gvks, _, err := scheme.ObjectKinds(obj)
@@ -82,6 +148,9 @@ func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (schema.G
 	if len(gvks) == 0 || gvks[0].Empty() {
 		return schema.GroupVersionKind{}, fmt.Errorf("record: unexpected kinds registered for %T: %v", obj, gvks)
 	}
-	c.m.Store(k, gvks[0])
+	if _, loaded := slot.kinds.Swap(typ, gvks[0]); !loaded && slot.n.Add(1) > maxKindsPerScheme {
+		slot.kinds.Clear()
+		slot.n.Store(0)
+	}
 	return gvks[0], nil
 }

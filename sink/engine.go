@@ -175,10 +175,20 @@ func (e *Engine) poke() {
 }
 
 // Barrier returns a channel that is closed once every event added before the
-// call has been written, dropped or abandoned. Prefer Flush, which also
-// forgets its wait when its context ends.
+// call has been written, dropped or abandoned. Prefer Flush or Wait, whose
+// waits can be forgotten.
 func (e *Engine) Barrier() <-chan struct{} {
 	return e.barrier().done
+}
+
+// Wait is Barrier with a way out: done is closed once every event added
+// before the call has been written, dropped or abandoned, and forget, for a
+// caller that stops waiting, removes the wait from the pending writes so
+// that nothing of it stays behind. forget may be called more than once,
+// and after done is closed.
+func (e *Engine) Wait() (done <-chan struct{}, forget func()) {
+	b := e.barrier()
+	return b.done, func() { e.forget(b) }
 }
 
 func (e *Engine) barrier() *barrier {
@@ -205,31 +215,38 @@ func (e *Engine) barrier() *barrier {
 // dropped or abandoned, or until ctx ends: it then returns ctx's error and
 // forgets its wait (nothing of it stays behind).
 func (e *Engine) Flush(ctx context.Context) error {
-	b := e.barrier()
+	done, forget := e.Wait()
 	select {
-	case <-b.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
+		forget()
+		select {
+		case <-done:
+			return nil // finished meanwhile
+		default:
+			return ctx.Err()
+		}
 	}
+}
+
+// forget removes b from every pending write.
+func (e *Engine) forget(b *barrier) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	select {
 	case <-b.done:
-		return nil // finished while we took the lock
+		return
 	default:
-	}
-	drop := func(it *item) {
-		it.waiters = deleteBarrier(it.waiters, b)
 	}
 	for _, en := range e.s.entries {
 		if en.busy != nil {
-			drop(en.busy.it)
+			en.busy.it.waiters = deleteBarrier(en.busy.it.waiters, b)
 		}
 		for _, it := range en.queue {
-			drop(it)
+			it.waiters = deleteBarrier(it.waiters, b)
 		}
 	}
-	return ctx.Err()
 }
 
 func deleteBarrier(ws []*barrier, b *barrier) []*barrier {
@@ -429,7 +446,7 @@ func (e *Engine) run(t *task) {
 	if res == outWritten && e.opts.OnWritten != nil {
 		// Before the waiters are released: a Flush that returns has fed
 		// the correlator.
-		e.callOnWritten(t.en.key, out)
+		e.callOnWritten(t.en.key, t.it.ev, out)
 	}
 
 	e.mu.Lock()
@@ -484,13 +501,13 @@ func (e *Engine) run(t *task) {
 
 // callOnWritten runs the user's callback; a panic in it is logged, not
 // fatal (the write itself succeeded and is counted).
-func (e *Engine) callOnWritten(key string, out *v1.Event) {
+func (e *Engine) callOnWritten(key string, sent, out *v1.Event) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.logger.Error(fmt.Errorf("panic: %v", r), "OnWritten callback panicked", "event", klog.KObj(out))
 		}
 	}()
-	e.opts.OnWritten(key, out)
+	e.opts.OnWritten(key, sent, out)
 }
 
 // errSinkPanicked wraps the value of a panic in a sink call.

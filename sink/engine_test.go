@@ -122,7 +122,7 @@ func TestCreateThenPatch(t *testing.T) {
 
 func TestOnWrittenGetsServerEvent(t *testing.T) {
 	var got atomic.Pointer[v1.Event]
-	h := newHarness(t, sink.Options{OnWritten: func(key string, ev *v1.Event) {
+	h := newHarness(t, sink.Options{OnWritten: func(key string, _, ev *v1.Event) {
 		if key == "k" {
 			got.Store(ev)
 		}

@@ -59,11 +59,12 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Clock drives backoff, the token bucket and timeouts. Default: the real clock.
 	Clock clock.WithTicker
-	// OnWritten, if set, is called with the key and the event the API
-	// server returned after each successful write, from the worker
-	// goroutine, outside the engine's locks. record uses it to feed the
-	// correlator (UpdateStateForKey).
-	OnWritten func(key string, ev *v1.Event)
+	// OnWritten, if set, is called after each successful write with the
+	// key, the event as it was sent and the event the API server returned,
+	// from the worker goroutine, outside the engine's locks, before a Flush
+	// waiting for the write returns. record uses it to feed the correlator
+	// (UpdateStateForWrite).
+	OnWritten func(key string, sent, stored *v1.Event)
 
 	noDelay bool // MaxDelay was negative: retry at once
 }

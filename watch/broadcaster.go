@@ -72,6 +72,7 @@ type Broadcaster struct {
 
 	incomingDropped atomic.Uint64
 	watcherDropped  atomic.Uint64
+	distributed     atomic.Uint64
 }
 
 // item is one entry of the incoming queue: an event to distribute, or, when
@@ -206,12 +207,23 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 //
 // When the loop reaches the mark it delivers it to every watcher registered
 // at that point, whatever the FullChannelBehavior: if a watcher's channel is
-// full it waits for room, until the watcher is stopped, Shutdown is called or
-// ctx ends, and in those cases skips that watcher (a skipped mark is not
-// counted as a drop). So a consumer that receives the mark has been offered
-// every event queued before it: it has received each of them or it was
-// counted as dropped. Cancel ctx to bound how long a mark can hold up the
-// loop, and with it every watcher.
+// full the mark waits for room, until the watcher is stopped, Shutdown is
+// called or ctx ends, and in those cases skips that watcher (a skipped mark
+// is not counted as a drop). So a consumer that receives the mark has been
+// offered every event queued before it: it has received each of them or it
+// was counted as dropped.
+//
+// Under DropIfChannelFull the loop never waits for a mark: a watcher whose
+// channel is full gets the mark from a goroutine of its own as soon as it
+// has room, and until that goroutine has delivered it every event for that
+// watcher is counted as dropped (so none overtakes the mark). One stuck watcher thus delays
+// nothing but itself. Under WaitIfChannelFull the loop waits for room, as
+// it does for events; cancel ctx to bound how long a mark can hold it up.
+//
+// If obj implements [MarkNotifier], the loop calls its MarkDistributed once
+// it has offered the mark to every watcher, even when there are none: by
+// then every event queued before the mark has been offered to every
+// watcher and counted in [Stats].Distributed.
 //
 // Mark does not wait for delivery. A caller that needs to know when a
 // watcher's consumer got the mark must hear it from that consumer (for
@@ -295,6 +307,11 @@ type Stats struct {
 	// was full (DropIfChannelFull), summed over every watcher there has
 	// been, stopped ones included.
 	WatcherDropped uint64
+	// Distributed counts the events the loop has taken from the incoming
+	// queue and offered to every watcher registered at the time, however
+	// many there were (none included); an event is counted once the loop
+	// is done with it. Marks are not counted.
+	Distributed uint64
 }
 
 // Stats returns the current counters. It never waits and is safe to call at
@@ -304,6 +321,7 @@ func (b *Broadcaster) Stats() Stats {
 		Queued:         len(b.incoming),
 		Dropped:        b.incomingDropped.Load(),
 		WatcherDropped: b.watcherDropped.Load(),
+		Distributed:    b.distributed.Load(),
 	}
 }
 
@@ -338,13 +356,16 @@ func (b *Broadcaster) register(w *Watcher) {
 }
 
 // distribute offers ev to every watcher in registration order and forgets
-// watchers that have stopped. A non-nil markCtx makes ev a mark: it waits on
-// full watchers until markCtx ends or Shutdown is called, and is never counted
-// as dropped.
+// watchers that have stopped. A non-nil markCtx makes ev a mark, which is
+// never counted as dropped: under DropIfChannelFull a mark that finds a
+// watcher full is left to that watcher's mark sender and the loop goes on at
+// once; under WaitIfChannelFull it waits, like events, until markCtx ends or
+// Shutdown is called.
 func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	var wait bool
 	var abortA, abortB <-chan struct{}
 	switch {
+	case markCtx != nil && b.behavior == DropIfChannelFull:
 	case markCtx != nil:
 		wait, abortA, abortB = true, markCtx.Done(), b.stopping
 	case b.behavior != DropIfChannelFull:
@@ -352,7 +373,13 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	}
 	live := b.watchers[:0]
 	for _, w := range b.watchers {
-		switch w.send(ev, wait, abortA, abortB) {
+		var r sendResult
+		if markCtx != nil && !wait {
+			r = w.sendMark(ev, markCtx)
+		} else {
+			r = w.send(ev, wait, abortA, abortB)
+		}
+		switch r {
 		case sendStopped:
 			continue // forget it; Stop closes its channel
 		case sendFull:
@@ -361,8 +388,26 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 				b.watcherDropped.Add(1)
 			}
 		}
+		if markCtx == nil {
+			w.offered.Add(1)
+		}
 		live = append(live, w)
 	}
 	clear(b.watchers[len(live):])
 	b.watchers = live
+	if markCtx == nil {
+		b.distributed.Add(1)
+	}
+	if n, ok := ev.Object.(MarkNotifier); ok && markCtx != nil {
+		n.MarkDistributed()
+	}
+}
+
+// MarkNotifier is implemented by a mark object that wants to know when the
+// loop has passed it: see [Broadcaster.Mark].
+type MarkNotifier interface {
+	// MarkDistributed is called by the loop goroutine once it has offered
+	// the mark to every watcher (delivered it, or left it to a watcher's
+	// own goroutine). It must return at once.
+	MarkDistributed()
 }

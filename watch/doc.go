@@ -40,10 +40,12 @@
 //
 // [Broadcaster.Mark] is a herald extension with no counterpart in
 // apimachinery: it queues a marker object behind everything already queued,
-// and the loop delivers it to every watcher, waiting for room even under
-// [DropIfChannelFull]. A consumer that receives its mark knows it has been
-// offered every event queued before it. herald's record package builds Flush
-// on it.
+// and every watcher gets it, even one whose channel is full under
+// [DropIfChannelFull]: such a watcher gets it from a goroutine of its own as
+// soon as it has room, and the loop goes on with the others at once, so a
+// stuck watcher fills only its own channel. A consumer that receives its
+// mark knows it has been offered every event queued before it. herald's
+// record package builds Flush on it.
 //
 // # Differences from apimachinery
 //

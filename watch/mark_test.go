@@ -210,3 +210,134 @@ func TestMarkContextCanceled(t *testing.T) {
 		shutdown()
 	})
 }
+
+// TestMarkNeverHoldsUpTheLoop: under DropIfChannelFull a mark that finds a
+// watcher full does not make the loop wait for it. The other watchers get
+// the mark and every later event at once; the full watcher gets the mark as
+// soon as it has room, and misses (counted) the events queued while the
+// mark waited, so nothing overtakes the mark.
+func TestMarkNeverHoldsUpTheLoop(t *testing.T) {
+	b := watch.NewBroadcaster(2, watch.DropIfChannelFull)
+	defer b.Shutdown()
+	stuckW := mustWatch(t, b)
+	healthy := roomy(t, b, 30)
+	act(t, b, 0)
+	act(t, b, 1) // stuckW is now full
+	if err := b.Mark(background(), &mark{1}); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	for i := 2; i < 22; i++ {
+		act(t, b, i)
+	}
+	want := append(append(labels(0, 1), "m1"), span(2, 21)...)
+	var got []string
+	for range want {
+		got = append(got, recv(t, healthy))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("healthy got %v, want %v", got, want)
+	}
+	if got := stuckW.Dropped(); got != 20 {
+		t.Errorf("stuck watcher Dropped() = %d, want 20", got)
+	}
+	if got := stuckW.Offered(); got != 22 {
+		t.Errorf("stuck watcher Offered() = %d, want 22", got)
+	}
+	// The stuck watcher reads again: the mark follows the events it has.
+	if got := []string{recv(t, stuckW), recv(t, stuckW), recv(t, stuckW)}; !slices.Equal(got, []string{"0", "1", "m1"}) {
+		t.Fatalf("stuck watcher got %v, want [0 1 m1]", got)
+	}
+	// Events reach it again once the mark's goroutine has finished with
+	// the mark (until then they are counted as dropped). The loop offers
+	// each event to stuckW before healthy, which registered later.
+	for i := 22; ; i++ {
+		act(t, b, i)
+		if got := recv(t, healthy); got != itoa(i) {
+			t.Fatalf("healthy got %s, want %d", got, i)
+		}
+		select {
+		case ev := <-stuckW.ResultChan():
+			if got := label(t, ev); got != itoa(i) {
+				t.Fatalf("stuck watcher got %s after the mark, want %d", got, i)
+			}
+			if off, dr := stuckW.Offered(), stuckW.Dropped(); off != uint64(i+1) || dr != uint64(i+1-3) {
+				t.Errorf("Offered %d, Dropped %d after %d events, 3 received", off, dr, i+1)
+			}
+			return
+		default:
+		}
+		if i > 10000 {
+			t.Fatal("the stuck watcher gets no events after its mark")
+		}
+	}
+}
+
+// TestPendingMarkEndsWithWatcher: a mark waiting for room in a stopped or
+// closed watcher, or whose context ends, goes away with its goroutine
+// (TestMain checks for leaks).
+func TestPendingMarkEndsWithWatcher(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(b *watch.Broadcaster, w *watch.Watcher, cancel func())
+	}{
+		{"stop", func(_ *watch.Broadcaster, w *watch.Watcher, _ func()) { w.Stop() }},
+		{"shutdown", func(b *watch.Broadcaster, _ *watch.Watcher, _ func()) { b.Shutdown() }},
+		{"context", func(_ *watch.Broadcaster, _ *watch.Watcher, cancel func()) { cancel() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
+			w := mustWatch(t, b)
+			reader := roomy(t, b, 10)
+			act(t, b, 0)
+			ctx, cancel := context.WithCancel(background())
+			defer cancel()
+			for i := range 3 {
+				if err := b.Mark(ctx, &mark{i}); err != nil {
+					t.Fatalf("Mark: %v", err)
+				}
+			}
+			for _, want := range []string{"0", "m0", "m1", "m2"} {
+				if got := recv(t, reader); got != want {
+					t.Fatalf("reader got %s, want %s", got, want)
+				}
+			}
+			tc.end(b, w, cancel)
+			b.Shutdown()
+			if got := drain(t, w); !slices.Equal(got, labels(0)) {
+				t.Errorf("watcher got %v, want [0]: its marks never found room", got)
+			}
+			drain(t, reader)
+		})
+	}
+}
+
+// notifyMark is a mark that reports when the loop has passed it.
+type notifyMark struct {
+	mark
+	passed chan struct{}
+}
+
+func (m *notifyMark) MarkDistributed() { close(m.passed) }
+
+// TestMarkNotifierWithoutWatchers: a MarkNotifier mark reports when the
+// loop has passed it, even with no watcher at all, and by then every event
+// queued before it is counted as distributed.
+func TestMarkNotifierWithoutWatchers(t *testing.T) {
+	b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
+	defer b.Shutdown()
+	for i := range 10 {
+		act(t, b, i)
+	}
+	m := &notifyMark{mark: mark{1}, passed: make(chan struct{})}
+	if err := b.Mark(background(), m); err != nil {
+		t.Fatalf("Mark: %v", err)
+	}
+	select {
+	case <-m.passed:
+	case <-time.After(guard):
+		t.Fatal("MarkDistributed not called")
+	}
+	if got := b.Stats().Distributed; got != 10 {
+		t.Errorf("Distributed = %d, want 10", got)
+	}
+}

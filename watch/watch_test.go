@@ -179,8 +179,11 @@ func TestDropIfChannelFullCountsPerWatcher(t *testing.T) {
 	if got := reader.Dropped(); got != 0 {
 		t.Errorf("reader.Dropped() = %d, want 0", got)
 	}
-	if got := b.Stats(); got != (watch.Stats{WatcherDropped: 3}) {
-		t.Errorf("Stats() = %+v, want WatcherDropped 3 only", got)
+	if got := b.Stats(); got != (watch.Stats{WatcherDropped: 3, Distributed: 5}) {
+		t.Errorf("Stats() = %+v, want WatcherDropped 3 and Distributed 5 only", got)
+	}
+	if got := slow.Offered(); got != 5 {
+		t.Errorf("slow.Offered() = %d, want 5", got)
 	}
 	b.Shutdown()
 	if got, want := drain(t, slow), labels(0, 1); !slices.Equal(got, want) {

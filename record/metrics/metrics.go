@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // StatsSource is what the collector reads; record.EventBroadcaster is one.
@@ -18,6 +19,9 @@ type Collector struct {
 
 	recorded, written, coalesced, filtered, aggregated, dropped, retries, abandoned,
 	evictions, queued, pending, inFlight *prometheus.Desc
+
+	// The delivery engines' view of the API server.
+	probing, probes, writeRate, rateCuts, heldBack, oldestPending *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -41,13 +45,25 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 		queued:     d("queued", "Events accepted by the broadcaster but not yet taken by a sink."),
 		pending:    d("pending", "Events waiting in the delivery engines."),
 		inFlight:   d("in_flight", "Events in a write under way."),
+
+		probing: prometheus.NewDesc("herald_server_probing",
+			"1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, 429) and sends one probe at a time, else 0.", nil, constLabels),
+		probes: prometheus.NewDesc("herald_server_probes_total",
+			"Requests sent as probes while the API server was seen down.", nil, constLabels),
+		writeRate: prometheus.NewDesc("herald_write_rate",
+			"Current write budget of the sinks in writes per second: the configured limit, or less after 429s (+Inf: no limit).", nil, constLabels),
+		rateCuts: prometheus.NewDesc("herald_write_rate_cuts_total",
+			"Times a 429 from the API server cut a sink's write rate.", nil, constLabels),
+		heldBack:      d("held_back", "Pending events waiting only because the API server is seen down or the write rate is spent."),
+		oldestPending: d("oldest_pending_seconds", "Age of the oldest event not yet written (0 when none is)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.recorded, c.written, c.coalesced, c.filtered, c.aggregated,
-		c.dropped, c.retries, c.abandoned, c.evictions, c.queued, c.pending, c.inFlight} {
+		c.dropped, c.retries, c.abandoned, c.evictions, c.queued, c.pending, c.inFlight,
+		c.probing, c.probes, c.writeRate, c.rateCuts, c.heldBack, c.oldestPending} {
 		ch <- d
 	}
 }
@@ -58,8 +74,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
 	}
 	counter(c.recorded, s.Recorded)
 	counter(c.written, s.Created, "create")
@@ -73,7 +89,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.retries, s.Retried)
 	counter(c.abandoned, s.Abandoned)
 	counter(c.evictions, s.CacheEvictions)
-	gauge(c.queued, s.Queued)
-	gauge(c.pending, s.Pending)
-	gauge(c.inFlight, s.InFlight)
+	gauge(c.queued, float64(s.Queued))
+	gauge(c.pending, float64(s.Pending))
+	gauge(c.inFlight, float64(s.InFlight))
+	probing := 0.0
+	if s.Server == sink.ServerProbing {
+		probing = 1
+	}
+	gauge(c.probing, probing)
+	counter(c.probes, s.Probes)
+	gauge(c.writeRate, s.WriteRate)
+	counter(c.rateCuts, s.RateCuts)
+	gauge(c.heldBack, float64(s.HeldBack))
+	gauge(c.oldestPending, s.OldestPending.Seconds())
 }

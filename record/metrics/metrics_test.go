@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/record/metrics"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -86,4 +88,43 @@ func droppedFor(t *testing.T, reg *prometheus.Registry, reason string) prometheu
 	}
 	t.Fatalf("no dropped series for %q", reason)
 	return nil
+}
+
+type fixedStats record.Stats
+
+func (f fixedStats) Stats() record.Stats { return record.Stats(f) }
+
+// The engines' view of the API server is exported as it is in Stats.
+func TestServerStateMetrics(t *testing.T) {
+	src := fixedStats{Server: sink.ServerProbing, Probes: 4, WriteRate: 12.5, RateCuts: 2, HeldBack: 7, OldestPending: 3 * time.Second}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(src, nil))
+	want := `
+# HELP herald_server_probing 1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, 429) and sends one probe at a time, else 0.
+# TYPE herald_server_probing gauge
+herald_server_probing 1
+# HELP herald_server_probes_total Requests sent as probes while the API server was seen down.
+# TYPE herald_server_probes_total counter
+herald_server_probes_total 4
+# HELP herald_write_rate Current write budget of the sinks in writes per second: the configured limit, or less after 429s (+Inf: no limit).
+# TYPE herald_write_rate gauge
+herald_write_rate 12.5
+# HELP herald_write_rate_cuts_total Times a 429 from the API server cut a sink's write rate.
+# TYPE herald_write_rate_cuts_total counter
+herald_write_rate_cuts_total 2
+# HELP herald_events_held_back Pending events waiting only because the API server is seen down or the write rate is spent.
+# TYPE herald_events_held_back gauge
+herald_events_held_back 7
+# HELP herald_events_oldest_pending_seconds Age of the oldest event not yet written (0 when none is).
+# TYPE herald_events_oldest_pending_seconds gauge
+herald_events_oldest_pending_seconds 3
+`
+	names := []string{"herald_server_probing", "herald_server_probes_total", "herald_write_rate", "herald_write_rate_cuts_total",
+		"herald_events_held_back", "herald_events_oldest_pending_seconds"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.CollectAndLint(metrics.NewCollector(src, nil)); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
 }

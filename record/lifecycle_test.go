@@ -1,0 +1,592 @@
+package record_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink/sinktest"
+)
+
+// eventually polls cond until it holds, failing the test after a bound. It
+// is for conditions no channel reports; the bound only turns a hang into a
+// failure.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// within runs f in a goroutine and fails the test unless it returns within
+// d: for calls that must not block.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+	}
+}
+
+// TestKindCacheKeepsNoScheme: the recorder's kind cache is bounded and does
+// not keep alive a scheme nobody else uses (here 200 schemes, each used for
+// one event by a recorder that is then dropped).
+func TestKindCacheKeepsNoScheme(t *testing.T) {
+	e := newEnv(t)
+	var collected atomic.Int64
+	const schemes = 200
+	for i := range schemes {
+		s := apiruntime.NewScheme()
+		s.AddKnownTypes(schema.GroupVersion{Group: fmt.Sprint("g", i), Version: "v1"}, &v1.Pod{})
+		runtime.AddCleanup(s, func(struct{}) { collected.Add(1) }, struct{}{})
+		e.eb.NewRecorder(s, v1.EventSource{Component: "c"}).Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
+	}
+	e.flush()
+	if s := e.eb.Stats(); s.Created != schemes {
+		t.Fatalf("stats %+v", s)
+	}
+	eventually(t, "the schemes to be collected", func() bool {
+		runtime.GC()
+		return collected.Load() == schemes
+	})
+}
+
+// TestStuckHandlerHurtsOnlyItself: a StartEventWatcher handler that never
+// returns, with a Flush waiting on it, fills only its own channel. The sink
+// gets every event, nothing is dropped as queue-full, and Stats,
+// StartLogging and ShutdownWithContext return at once or at their
+// deadline.
+func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
+	e := newEnv(t, record.WithQueueLength(100))
+	release, entered := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	stuck := e.eb.StartEventWatcher(func(*v1.Event) {
+		if once.CompareAndSwap(false, true) {
+			close(entered)
+		}
+		<-release
+	})
+	defer close(release)
+	e.rec.Event(pod("ns", "first"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	// recordPaced records n events at a pace the loop keeps up with, as a
+	// controller's would: the point is the stuck watcher, not the
+	// incoming queue.
+	recordPaced := func(from, n int) {
+		for i := range n {
+			e.rec.Event(pod("ns", fmt.Sprint("p", from+i)), v1.EventTypeNormal, "R", "m")
+			if i%50 == 49 {
+				eventually(t, "the queue to drain", func() bool { return e.eb.Stats().Queued == 0 })
+			}
+		}
+	}
+	recordPaced(0, 150) // the stuck watcher's channel (100) is now full
+	eventually(t, "the sink to get the first events", func() bool { return len(e.sink.Events()) == 151 })
+	flushed := make(chan error, 1)
+	go func() { flushed <- e.eb.Flush(context.Background()) }()
+	recordPaced(150, 300)
+	eventually(t, "the sink to get every event", func() bool { return len(e.sink.Events()) == 451 })
+	within(t, time.Second, "Stats", func() { e.eb.Stats() })
+	within(t, time.Second, "StartLogging", func() { e.eb.StartLogging(func(string, ...any) {}) })
+	s := e.eb.Stats()
+	if s.Dropped.QueueFull != 0 || s.Dropped.WatcherFull != 0 {
+		t.Errorf("healthy sink lost events: %+v", s.Dropped)
+	}
+	if n := stuck.(interface{ Dropped() uint64 }).Dropped(); n == 0 {
+		t.Errorf("the stuck watcher's drops are not counted")
+	}
+	within(t, 5*time.Second, "ShutdownWithContext(100ms)", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = e.eb.ShutdownWithContext(ctx)
+	})
+	select {
+	case err := <-flushed:
+		if err == nil {
+			t.Errorf("Flush returned nil with a handler stuck")
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("Flush still waits after Shutdown")
+	}
+	if u := e.eb.Stats().Unaccounted(); u != 0 {
+		t.Errorf("%d events unaccounted: %+v", u, e.eb.Stats())
+	}
+}
+
+// TestFlushSkipsStoppedStuckHandler: Flush does not wait for a handler
+// whose watch was stopped, even if the handler has not returned.
+func TestFlushSkipsStoppedStuckHandler(t *testing.T) {
+	e := newEnv(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	w := e.eb.StartEventWatcher(func(*v1.Event) {
+		if once.CompareAndSwap(false, true) {
+			close(entered)
+		}
+		<-release
+	})
+	defer close(release)
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	w.Stop()
+	within(t, 10*time.Second, "Flush", func() { e.flush() })
+}
+
+// TestFlushAndShutdownFromHandler: Flush and ShutdownWithContext called from
+// inside a handler do not wait for the handler's own watcher, even with a
+// context that never ends.
+func TestFlushAndShutdownFromHandler(t *testing.T) {
+	e := newEnv(t)
+	errs := make(chan error, 2)
+	e.eb.StartEventWatcher(func(ev *v1.Event) {
+		switch ev.Reason {
+		case "Flush":
+			errs <- e.eb.Flush(context.Background())
+		case "Shutdown":
+			errs <- e.eb.ShutdownWithContext(context.Background())
+		}
+	})
+	for _, reason := range []string{"Flush", "Shutdown"} {
+		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, reason, "m")
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("%s from a handler: %v", reason, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s from a handler waits for its own watcher", reason)
+		}
+	}
+	if n := len(e.sink.Events()); n != 2 {
+		t.Errorf("%d events written, want 2", n)
+	}
+}
+
+// TestHandlersFlushingAtOnce: two handlers that call Flush at the same
+// time do not wait for each other.
+func TestHandlersFlushingAtOnce(t *testing.T) {
+	e := newEnv(t)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	errs := make(chan error, 2)
+	for range 2 {
+		e.eb.StartEventWatcher(func(*v1.Event) {
+			arrived.Done()
+			arrived.Wait() // both handlers are running
+			errs <- e.eb.Flush(context.Background())
+		})
+	}
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("Flush from a handler: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("handlers flushing at once wait for each other")
+		}
+	}
+}
+
+// TestSecondShutdownHonoursItsDeadline: while one ShutdownWithContext waits
+// (here for a stuck handler, with no deadline), another returns at its own
+// deadline.
+func TestSecondShutdownHonoursItsDeadline(t *testing.T) {
+	e := newEnv(t)
+	release, entered := make(chan struct{}), make(chan struct{})
+	e.eb.StartEventWatcher(func(*v1.Event) {
+		close(entered)
+		<-release
+	})
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	first := make(chan error, 1)
+	go func() { first <- e.eb.ShutdownWithContext(context.Background()) }()
+	eventually(t, "the first shutdown to begin", func() bool {
+		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+		return e.eb.Stats().Dropped.AfterShutdown > 0
+	})
+	within(t, 5*time.Second, "a second ShutdownWithContext(50ms)", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if err := e.eb.ShutdownWithContext(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("second shutdown = %v, want DeadlineExceeded", err)
+		}
+	})
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first shutdown: %v", err)
+	}
+}
+
+// TestShutdownFromHandlerDuringShutdown: a handler that calls
+// ShutdownWithContext while a shutdown waits for that handler gets an error
+// at once instead of waiting for a shutdown that waits for it.
+func TestShutdownFromHandlerDuringShutdown(t *testing.T) {
+	e := newEnv(t)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	inner := make(chan error, 1)
+	e.eb.StartEventWatcher(func(*v1.Event) {
+		close(entered)
+		<-proceed
+		inner <- e.eb.ShutdownWithContext(context.Background())
+	})
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	<-entered
+	first := make(chan error, 1)
+	go func() { first <- e.eb.ShutdownWithContext(context.Background()) }()
+	eventually(t, "the first shutdown to begin", func() bool {
+		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+		return e.eb.Stats().Dropped.AfterShutdown > 0
+	})
+	close(proceed)
+	select {
+	case err := <-inner:
+		if err == nil {
+			t.Errorf("shutdown from a handler during shutdown returned nil")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown from a handler waits for the shutdown that waits for it")
+	}
+	if err := <-first; err != nil {
+		t.Errorf("first shutdown: %v", err)
+	}
+}
+
+// TestNoStillRunningLogForIdleHandler: when Shutdown's context has ended
+// (here a hanging sink used it up) but the handlers have returned, nothing
+// claims a handler is still running.
+func TestNoStillRunningLogForIdleHandler(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			e := newEnv(t)
+			e.eb.StartEventWatcher(func(*v1.Event) {})
+			e.sink.SetFault(func(ctx context.Context, _ sinktest.Op, _ *v1.Event) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			if err := e.eb.ShutdownWithContext(ctx); err == nil {
+				t.Fatalf("no event abandoned: %+v", e.eb.Stats())
+			}
+			if strings.Contains(e.logs(), "still running") {
+				t.Errorf("logged a running handler when none was running:\n%s", e.logs())
+			}
+		})
+	}
+}
+
+// TestStoppedSinkReleasesEverything: Stop on the watch StartRecordingToSink
+// returns flushes that sink's events and stops its goroutines; its counters
+// stay in Stats. Start/stop cycles leave nothing running.
+func TestStoppedSinkReleasesEverything(t *testing.T) {
+	e := newEnv(t)
+	e.flush()
+	base := goleak.IgnoreCurrent()
+	sinks := make([]*sinktest.Sink, 20)
+	for i := range sinks {
+		sinks[i] = sinktest.New()
+		w := e.eb.StartRecordingToSink(sinks[i])
+		e.rec.Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
+		e.flush() // the event has reached every sink
+		w.Stop()
+	}
+	e.flush() // waits for the stopped sinks to finish
+	for i, s := range sinks {
+		if n := len(s.Events()); n != 1 {
+			t.Errorf("sink %d got %d events, want 1", i, n)
+		}
+	}
+	if err := goleak.Find(base); err != nil {
+		t.Errorf("stopped sinks left goroutines: %v", err)
+	}
+	s := e.eb.Stats()
+	if s.Created != 20+20 || s.Unaccounted() != 0 {
+		t.Errorf("stats %+v, unaccounted %d", s, s.Unaccounted())
+	}
+}
+
+// TestFlushWaitsForStoppedSink: Flush after a sink's watch was stopped
+// waits until that sink's pending events are written (or its grace period
+// ends and they are counted as abandoned).
+func TestFlushWaitsForStoppedSink(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	slow := sinktest.New()
+	slow.SetFault(func(ctx context.Context, _ sinktest.Op, _ *v1.Event) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	w := e.eb.StartRecordingToSink(slow)
+	for i := range 3 {
+		e.rec.Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
+	}
+	// Stop once the loop has offered the events to both sinks.
+	eventually(t, "the events to reach both sinks", func() bool { return e.eb.Stats().Offered == 6 })
+	w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.eb.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush = %v with the stopped sink's events unwritten; stats %+v", err, e.eb.Stats())
+	}
+	close(release)
+	e.flush()
+	if n := len(slow.Events()); n != 3 {
+		t.Errorf("stopped sink wrote %d of 3 events", n)
+	}
+	if s := e.eb.Stats(); s.Pending != 0 || s.Created != 6 || s.Unaccounted() != 0 {
+		t.Errorf("stats %+v, unaccounted %d", s, s.Unaccounted())
+	}
+}
+
+// TestStartAfterShutdownStartsNothing: Start* after Shutdown return an empty
+// watch and leave no goroutine behind.
+func TestStartAfterShutdownStartsNothing(t *testing.T) {
+	e := newEnv(t)
+	e.eb.Shutdown()
+	base := goleak.IgnoreCurrent()
+	for range 10 {
+		e.eb.StartRecordingToSink(sinktest.New()).Stop()
+		e.eb.StartEventWatcher(func(*v1.Event) {}).Stop()
+	}
+	if err := goleak.Find(base); err != nil {
+		t.Errorf("Start* after Shutdown left goroutines: %v", err)
+	}
+}
+
+// TestBadOptionsMeanDefaults: zero means the default; a negative or absurd
+// value means the default too, with one error log naming the option, and
+// never a panic or a refused sink.
+func TestBadOptionsMeanDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		option string
+		opt    record.BroadcasterOption
+	}{
+		{"WithQueueLength", record.WithQueueLength(1 << 62)},
+		{"WithQueueLength", record.WithQueueLength(-1)},
+		{"WithWorkers", record.WithWorkers(-1)},
+		{"WithWorkers", record.WithWorkers(1 << 40)},
+		{"WithMaxPending", record.WithMaxPending(-1)},
+		{"WithMaxTries", record.WithMaxTries(-3)},
+		{"WithRequestTimeout", record.WithRequestTimeout(-time.Second)},
+		{"WithRetryBackoff", record.WithRetryBackoff(-time.Second)},
+		{"WithShutdownGracePeriod", record.WithShutdownGracePeriod(-time.Second)},
+		{"WithWriteLimit burst", record.WithWriteLimit(10, -1)},
+		{"WithWriteLimit qps", record.WithWriteLimit(math.NaN(), 10)},
+	} {
+		t.Run(tc.option, func(t *testing.T) {
+			e := newEnv(t, tc.opt)
+			e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+			e.flush()
+			if n := len(e.sink.Events()); n != 1 {
+				t.Errorf("%d events written, want 1", n)
+			}
+			logs := e.logs()
+			if n := strings.Count(logs, "Invalid broadcaster option"); n != 1 || !strings.Contains(logs, `option="`+tc.option+`"`) {
+				t.Errorf("want one error naming %s, logs:\n%s", tc.option, logs)
+			}
+		})
+	}
+	t.Run("zero", func(t *testing.T) {
+		e := newEnv(t, record.WithQueueLength(0), record.WithWorkers(0), record.WithMaxPending(0), record.WithMaxTries(0))
+		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+		e.flush()
+		if strings.Contains(e.logs(), "Invalid broadcaster option") {
+			t.Errorf("zero values logged as invalid:\n%s", e.logs())
+		}
+	})
+}
+
+// TestIdentityInEveryConfiguration: Stats places every recorded event in
+// one bucket with no sink, with sinks started late or stopped early, with
+// several sinks and with a refused (nil) sink.
+func TestIdentityInEveryConfiguration(t *testing.T) {
+	newBare := func(t *testing.T) (record.EventBroadcaster, record.EventRecorder) {
+		eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0))
+		t.Cleanup(eb.Shutdown)
+		return eb, eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	}
+	record5 := func(rec record.EventRecorder, from int) {
+		for i := range 5 {
+			rec.Event(pod("ns", fmt.Sprint("p", from+i)), v1.EventTypeNormal, "R", "m")
+		}
+	}
+	flush := func(t *testing.T, eb record.EventBroadcaster) record.Stats {
+		t.Helper()
+		if err := eb.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := eb.Stats()
+		if u := s.Unaccounted(); u != 0 {
+			t.Fatalf("%d events unaccounted: %+v", u, s)
+		}
+		return s
+	}
+	t.Run("no sink", func(t *testing.T) {
+		eb, rec := newBare(t)
+		record5(rec, 0)
+		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		if s := flush(t, eb); s.Offered != 0 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+	t.Run("nil sink", func(t *testing.T) {
+		eb, rec := newBare(t)
+		eb.StartRecordingToSink(nil)
+		record5(rec, 0)
+		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		flush(t, eb)
+	})
+	t.Run("late and early", func(t *testing.T) {
+		eb, rec := newBare(t)
+		record5(rec, 0) // no sink yet
+		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		a := sinktest.New()
+		w := eb.StartRecordingToSink(a)
+		record5(rec, 5)
+		flush(t, eb)
+		w.Stop()
+		record5(rec, 10) // no sink any more
+		s := flush(t, eb)
+		if s.Broadcast != 15 || s.Offered != 5 || s.Created != 5 || len(a.Events()) != 5 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+	t.Run("two sinks", func(t *testing.T) {
+		eb, rec := newBare(t)
+		eb.StartRecordingToSink(sinktest.New())
+		eb.StartRecordingToSink(sinktest.New())
+		record5(rec, 0)
+		if s := flush(t, eb); s.Offered != 10 || s.Created != 10 {
+			t.Errorf("stats %+v", s)
+		}
+	})
+}
+
+// TestDropReasonsDefinedOnce: Get, ByReason and Total agree on every
+// reason, the record-side ones included.
+func TestDropReasonsDefinedOnce(t *testing.T) {
+	var d record.Drops
+	// Give every count a distinct value through the exported fields.
+	v := reflect.ValueOf(&d).Elem()
+	n := int64(0)
+	var fill func(reflect.Value)
+	fill = func(v reflect.Value) {
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Int64:
+				n++
+				f.SetInt(n)
+			case reflect.Struct:
+				fill(f)
+			}
+		}
+	}
+	fill(v)
+	by := d.ByReason()
+	var sum int64
+	for _, r := range record.Reasons() {
+		if got := d.Get(r); got == 0 || by[r.String()] != got {
+			t.Errorf("reason %s: Get %d, ByReason %d", r, got, by[r.String()])
+		}
+		sum += d.Get(r)
+	}
+	if len(by) != len(record.Reasons()) || int(n) != len(by) {
+		t.Errorf("%d reasons, ByReason has %d, Drops has %d counts", len(record.Reasons()), len(by), n)
+	}
+	if d.Total() != sum {
+		t.Errorf("Total %d, sum %d", d.Total(), sum)
+	}
+	if d.Get("queue_full") != d.QueueFull || d.Get(record.DropCorrelatorPanicked) != d.CorrelatorPanicked {
+		t.Errorf("Get by label disagrees with the fields")
+	}
+}
+
+// TestCorrelatorPanicIsCountedDrop: a user's KeyFunc that panics costs the
+// event (counted as correlator_panicked and logged), not the process.
+func TestCorrelatorPanicIsCountedDrop(t *testing.T) {
+	e := newEnv(t, record.WithCorrelatorOptions(record.CorrelatorOptions{
+		KeyFunc: func(ev *v1.Event) (string, string) {
+			if ev.Reason == "Boom" {
+				panic("user bug")
+			}
+			return ev.Reason, ev.Message
+		},
+	}))
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "Boom", "m")
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "Fine", "m")
+	e.flush()
+	s := e.eb.Stats()
+	if s.Dropped.CorrelatorPanicked != 1 || s.Created != 1 || s.Unaccounted() != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if s.Dropped.ByReason()["correlator_panicked"] != 1 {
+		t.Errorf("ByReason %v", s.Dropped.ByReason())
+	}
+	if !strings.Contains(e.logs(), `dropReason="correlator_panicked"`) {
+		t.Errorf("drop not logged:\n%s", e.logs())
+	}
+}
+
+// heapAlloc returns the live heap after a collection.
+func heapAlloc() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestStartStopCyclesKeepNoMemory: watchers and sinks started and stopped
+// leave nothing behind. Each watcher's channel alone is 240 KB with the
+// default queue length, so 300 kept watchers would be 70 MB.
+func TestStartStopCyclesKeepNoMemory(t *testing.T) {
+	eb := record.NewBroadcaster()
+	defer eb.Shutdown()
+	before := heapAlloc()
+	for range 300 {
+		eb.StartEventWatcher(func(*v1.Event) {}).Stop()
+	}
+	for range 100 {
+		eb.StartRecordingToSink(sinktest.New()).Stop()
+	}
+	if err := eb.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if grew := heapAlloc() - before; grew > 8<<20 {
+		t.Errorf("heap grew by %d MB after 400 start/stop cycles", grew>>20)
+	}
+}
