@@ -61,7 +61,7 @@ func BenchmarkFleet(b *testing.B) {
 
 type fleetResult struct {
 	recorded, stored, lost, requestsDown, maxDownPerController, peak, tooMany, requests, writes float64
-	firstBatch, all                                                                          float64 // seconds after the return; fleetMax if never
+	firstBatch, all                                                                             float64 // seconds after the return; fleetMax if never
 }
 
 func (r *fleetResult) add(o fleetResult) {
