@@ -87,10 +87,11 @@ func WithContext(ctx context.Context) BroadcasterOption {
 	return func(c *config) { c.ctx = ctx }
 }
 
-// WithSleepDuration sets the longest wait between two tries of one key
-// (client-go's option; there it was the fixed wait). Default 10 s. Zero (or
-// a negative duration) means no wait: a failed write is tried again at
-// once, as client-go does with a zero sleep.
+// WithSleepDuration sets the longest wait between two probes while the API
+// server is seen down, and the longest Retry-After honoured (client-go's
+// option; there it was the fixed wait between tries of one event). Default
+// 2 s. Zero (or a negative duration) means no wait: a failed write is tried
+// again at once, as client-go does with a zero sleep.
 func WithSleepDuration(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.sleepDuration, c.sleepSet = d, true }
 }
@@ -135,14 +136,16 @@ func WithAdaptiveWriteRate(enabled bool) BroadcasterOption {
 	return func(c *config) { c.engine.DisableAdaptiveRate = !enabled }
 }
 
-// WithMaxTries sets how many times a key is tried in a row before its
-// events are dropped. Default 12 (client-go's).
+// WithMaxTries sets how many failed writes of one key in a row drop its
+// events (retries_exhausted). Default 12 (client-go's). Failed probes, sent
+// while the server is seen down, are not charged to a key: during an
+// outage events wait (WithMaxPending bounds them).
 func WithMaxTries(n int) BroadcasterOption {
 	return func(c *config) { c.engine.MaxTries = n }
 }
 
-// WithMaxPending caps the distinct keys waiting to be written per sink.
-// Default 10000.
+// WithMaxPending caps the writes waiting per sink (one per event waiting to
+// be written; repeats of an event are one write). Default 10000.
 func WithMaxPending(n int) BroadcasterOption {
 	return func(c *config) { c.engine.MaxPending = n }
 }
@@ -152,8 +155,9 @@ func WithRequestTimeout(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.engine.RequestTimeout = d }
 }
 
-// WithRetryBackoff sets the first retry delay of a key; it doubles with each
-// failure up to the sleep duration. Default 500 ms.
+// WithRetryBackoff sets the first delay before a probe after the API server
+// was seen failing; it doubles with each failed probe up to the sleep
+// duration. Default 500 ms.
 func WithRetryBackoff(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.engine.BaseDelay = d }
 }
