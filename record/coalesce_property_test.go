@@ -51,20 +51,27 @@ func coalesceRun(t *testing.T, r *rand.Rand, faultRate int, corr record.Correlat
 	eb.StartRecordingToSink(s)
 	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"})
 	record(rec)
+	flushStepping(t, eb, clk) // the retries wait at most MaxDelay, 1 s here
+	return eb.Stats(), s.TotalCount()
+}
+
+// flushStepping flushes eb, stepping its fake clock by a second while
+// writes wait on it, and fails the test after a minute.
+func flushStepping(t *testing.T, eb record.EventBroadcaster, clk *clocktesting.FakeClock) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		err := eb.Flush(fctx)
 		cancel()
 		if err == nil {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not flushed: %+v", eb.Stats())
 		}
-		clk.Step(time.Second) // the retry waits (at most MaxDelay, 1 s here)
+		clk.Step(time.Second)
 	}
-	return eb.Stats(), s.TotalCount()
 }
 
 func recordNewBroadcaster(ctx context.Context, clk *clocktesting.FakeClock, corr record.CorrelatorOptions) record.EventBroadcaster {
@@ -204,18 +211,7 @@ func TestStatsShowServerState(t *testing.T) {
 		t.Fatalf("while down: %+v", st)
 	}
 	down.Store(false)
-	for {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
-		err := eb.Flush(fctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not flushed: %+v", eb.Stats())
-		}
-		clk.Step(time.Second)
-	}
+	flushStepping(t, eb, clk)
 	if st := eb.Stats(); st.Server != sink.ServerHealthy || st.HeldBack != 0 || st.OldestPending != 0 || st.Created != 5 || st.Probes == 0 {
 		t.Fatalf("after the return: %+v", st)
 	}

@@ -352,17 +352,8 @@ func TestStopKeepsDeadlineWithStuckSinks(t *testing.T) {
 				eng.Add(fmt.Sprint("k", i), event(fmt.Sprint("e", i), 1), nil)
 			}
 			<-b.entered
-			sctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			done := make(chan int64)
-			go func() { done <- eng.Stop(sctx) }()
-			select {
-			case n := <-done:
-				if n != 5 {
-					t.Fatalf("Stop abandoned %d, want 5", n)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Stop did not return")
+			if n := stopWithin(t, eng, 50*time.Millisecond); n != 5 {
+				t.Fatalf("Stop abandoned %d, want 5", n)
 			}
 			close(b.release) // the stuck writes return now
 			eng.Stop(context.Background())
@@ -402,17 +393,25 @@ func TestStopCancelsClientGoSink(t *testing.T) {
 	eng.Start(ctx)
 	eng.Add("k", event("e", 1), nil)
 	<-entered
-	sctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	if n := stopWithin(t, eng, 50*time.Millisecond); n != 1 {
+		t.Fatalf("abandoned %d", n)
+	}
+}
+
+// stopWithin calls Stop with a context of d and returns what it abandoned,
+// failing the test if Stop does not return (well past d plus its slack).
+func stopWithin(t *testing.T, eng *sink.Engine, d time.Duration) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	done := make(chan int64)
-	go func() { done <- eng.Stop(sctx) }()
+	go func() { done <- eng.Stop(ctx) }()
 	select {
 	case n := <-done:
-		if n != 1 {
-			t.Fatalf("abandoned %d", n)
-		}
+		return n
 	case <-time.After(10 * time.Second):
 		t.Fatal("Stop did not return")
+		return 0
 	}
 }
 
