@@ -14,7 +14,8 @@ import (
 	"github.com/heraldk8s/herald/sink"
 )
 
-// EventSink knows how to store events; it is client-go's record.EventSink.
+// EventSink knows how to store events; it is client-go's record.EventSink
+// itself (sink.EventSink is an alias of it).
 // client-go's *typedcorev1.EventSinkImpl and herald's sink.EventSinkImpl both
 // satisfy it.
 type EventSink = sink.EventSink
@@ -63,8 +64,10 @@ type EventRecorderLogger = clientrecord.EventRecorderLogger
 
 // EventBroadcaster receives events and sends them to any number of event
 // watchers. Its first six methods are those of client-go's
-// record.EventBroadcaster; Flush, ShutdownWithContext and Stats are herald's.
-// All methods are safe for concurrent use.
+// record.EventBroadcaster, so a herald EventBroadcaster is a client-go one
+// (controller-runtime's manager.Options.EventBroadcaster takes it); Flush,
+// ShutdownWithContext and Stats are herald's. All methods are safe for
+// concurrent use.
 type EventBroadcaster interface {
 	// StartEventWatcher calls eventHandler, from one goroutine of its own,
 	// with every event recorded after the call. Stop the returned watcher to

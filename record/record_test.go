@@ -41,6 +41,9 @@ var (
 	_ record.EventRecorderLogger       = clientrecord.EventRecorderLogger(nil)
 	_ record.EventSink                 = (*typedcorev1.EventSinkImpl)(nil)
 	_ clientrecord.EventSink           = record.EventSink(nil)
+	// A herald broadcaster is a client-go broadcaster (controller-runtime's
+	// manager.Options.EventBroadcaster takes it).
+	_ clientrecord.EventBroadcaster = record.EventBroadcaster(nil)
 )
 
 var t0 = time.Date(2026, 11, 22, 3, 0, 0, 123, time.UTC)

@@ -9,11 +9,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	clientrecord "k8s.io/client-go/tools/record"
 )
 
-// EventSink knows how to store events. It has exactly the method set of
-// client-go's record.EventSink, so any client-go sink (including client-go's
-// *typedcorev1.EventSinkImpl) can be used with herald unchanged.
+// EventSink knows how to store events. It is client-go's record.EventSink
+// itself (a type alias), so any client-go sink (including client-go's
+// *typedcorev1.EventSinkImpl) can be used with herald unchanged, and
+// herald's broadcaster, whose StartRecordingToSink takes it, is a client-go
+// record.EventBroadcaster (controller-runtime's manager takes it).
 //
 // The engine may call the methods of one EventSink from several goroutines at
 // once, but never for the same event at the same time. On success a sink must
@@ -21,11 +24,7 @@ import (
 // error is counted as a bad response and dropped, never dereferenced. Update
 // is never called. A panic in a sink method is recovered and the event
 // counted as dropped (sink_panicked).
-type EventSink interface {
-	Create(event *v1.Event) (*v1.Event, error)
-	Update(event *v1.Event) (*v1.Event, error)
-	Patch(oldEvent *v1.Event, data []byte) (*v1.Event, error)
-}
+type EventSink = clientrecord.EventSink
 
 // ContextEventSink is an EventSink whose writes take a context. The engine
 // prefers these methods when a sink has them: each request then carries the
