@@ -216,3 +216,32 @@ func TestStatsShowServerState(t *testing.T) {
 		t.Fatalf("after the return: %+v", st)
 	}
 }
+
+// WithAdaptiveWriteRate(false) keeps every sink's rate at WithWriteLimit's
+// after a 429; the default cuts it.
+func TestWithAdaptiveWriteRate(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("adaptive=", on), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			s := sinktest.New()
+			var n atomic.Int32
+			s.SetFault(func(context.Context, sinktest.Op, *v1.Event) error {
+				if n.Add(1) == 1 {
+					return apierrors.NewTooManyRequests("busy", 1)
+				}
+				return nil
+			})
+			clk := clocktesting.NewFakeClock(t0)
+			eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(20, 20),
+				record.WithSleepDuration(time.Second), record.WithAdaptiveWriteRate(on))
+			defer eb.Shutdown()
+			eb.StartRecordingToSink(s)
+			eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"}).Eventf(pod("ns", "p"), v1.EventTypeWarning, "Failed", "m")
+			flushStepping(t, eb, clk)
+			st := eb.Stats()
+			if cut := st.WriteRate < 20; cut != on || (st.RateCuts == 1) != on {
+				t.Fatalf("adaptive %v: %+v", on, st)
+			}
+		})
+	}
+}

@@ -476,3 +476,22 @@ func TestNewForConfig(t *testing.T) {
 		}
 	}
 }
+
+// With DisableAdaptiveRate a 429 is still honoured (Retry-After), but the
+// write rate stays at QPS.
+func TestAdaptiveRateDisabled(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, sink.Options{QPS: 20, Burst: 20, DisableAdaptiveRate: true, MaxDelay: time.Second})
+	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
+		if n.Add(1) == 1 {
+			return apierrors.NewTooManyRequests("busy", 1)
+		}
+		return nil
+	})
+	h.eng.Add("k", event("e", 1), nil)
+	h.until("the 429", func(s sink.Stats) bool { return s.Retried == 1 && s.InFlight == 0 })
+	if s := h.eng.Stats(); s.RateCuts != 0 || s.WriteRate != 20 {
+		t.Fatalf("rate changed with the adaptive rate off: %+v", s)
+	}
+	h.stepUntil("written", 500*time.Millisecond, func(s sink.Stats) bool { return s.Created == 1 })
+}
