@@ -29,11 +29,14 @@
 //   - A slow or stuck watcher fills only its own channel: Flush, Stats,
 //     Shutdown and Start* never wait for it past their context.
 //   - Events are written by a delivery engine (package sink): several
-//     workers, per-key retries with exponential backoff and jitter, 5xx and
-//     429 retried after Retry-After, Patch NotFound falls back to Create,
-//     permanent errors are dropped and counted by reason. One failing event
-//     never holds up the others, and repeats of an event that is still
-//     waiting become one write with the latest count.
+//     workers, oldest events first; transport errors, timeouts, 5xx and 429
+//     are failures of the server, shared by every event (one probe at a
+//     time, with backoff or after Retry-After, and the first success
+//     releases them all); a 429 cuts an adaptive write rate; Patch NotFound
+//     falls back to Create; permanent errors are dropped and counted by
+//     reason. An event the server refuses never holds up the others, and
+//     repeats of an event that is still waiting become one write with the
+//     latest count.
 //   - Shutdown flushes for a grace period (default 10 s) before it stops;
 //     Flush waits for everything recorded so far.
 //   - The correlator (package correlator) builds patches directly instead of
@@ -57,7 +60,7 @@
 // NewBroadcaster starts one goroutine (two with a cancellable [WithContext]
 // context); each StartEventWatcher, StartLogging, StartStructuredLogging and
 // StartRecordingToSink starts one more, and each sink also its engine's
-// workers (4 by default) and its workqueue's goroutines. Stop on the watch a
+// workers (4 by default) and dispatcher. Stop on the watch a
 // Start* call returned stops that watcher's goroutines (a sink's once it
 // has flushed, for at most the grace period); Shutdown, or cancelling the
 // WithContext context, stops them all. A watcher whose channel is full

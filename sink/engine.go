@@ -93,7 +93,7 @@ func NewEngine(s EventSink, opts Options) (*Engine, error) {
 		quit:   make(chan struct{}),
 		disp:   make(chan struct{}),
 		s:      newSched(o, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now),
-		drops:  ratelog.New(numReasons + 1),
+		drops:  ratelog.New(numReasons),
 		logger: klog.Background(),
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())

@@ -91,8 +91,8 @@ func (h *harness) until(what string, cond func(sink.Stats) bool) {
 }
 
 // stepUntil steps the fake clock by d until cond holds. Stepping more than
-// once is needed because the workqueue's delaying loop may read the clock
-// just before a step and arm its timer just after it, one step late.
+// once is needed because the dispatcher may read the clock just before a
+// step and arm its timer just after it, one step late.
 func (h *harness) stepUntil(what string, d time.Duration, cond func(sink.Stats) bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
