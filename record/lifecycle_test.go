@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldk8s/herald/record"
@@ -40,6 +41,22 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // within runs f in a goroutine and fails the test unless it returns within
 // d: for calls that must not block.
+// stuckHandler starts a watcher whose handler never returns until the test
+// ends; entered is closed when it gets its first event.
+func stuckHandler(t *testing.T, e *env) (w apiwatch.Interface, entered <-chan struct{}) {
+	t.Helper()
+	release, in := make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	w = e.eb.StartEventWatcher(func(*v1.Event) {
+		if once.CompareAndSwap(false, true) {
+			close(in)
+		}
+		<-release
+	})
+	t.Cleanup(func() { close(release) }) // before the broadcaster's Shutdown (cleanups run last-in first-out)
+	return w, in
+}
+
 func within(t *testing.T, d time.Duration, what string, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -84,15 +101,7 @@ func TestKindCacheKeepsNoScheme(t *testing.T) {
 // deadline.
 func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
 	e := newEnv(t, record.WithQueueLength(100))
-	release, entered := make(chan struct{}), make(chan struct{})
-	var once atomic.Bool
-	stuck := e.eb.StartEventWatcher(func(*v1.Event) {
-		if once.CompareAndSwap(false, true) {
-			close(entered)
-		}
-		<-release
-	})
-	defer close(release)
+	stuck, entered := stuckHandler(t, e)
 	e.rec.Event(pod("ns", "first"), v1.EventTypeNormal, "R", "m")
 	<-entered
 	// recordPaced records n events at a pace the loop keeps up with, as a
@@ -143,15 +152,7 @@ func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
 // whose watch was stopped, even if the handler has not returned.
 func TestFlushSkipsStoppedStuckHandler(t *testing.T) {
 	e := newEnv(t)
-	release, entered := make(chan struct{}), make(chan struct{})
-	var once atomic.Bool
-	w := e.eb.StartEventWatcher(func(*v1.Event) {
-		if once.CompareAndSwap(false, true) {
-			close(entered)
-		}
-		<-release
-	})
-	defer close(release)
+	w, entered := stuckHandler(t, e)
 	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
 	<-entered
 	w.Stop()

@@ -373,9 +373,6 @@ func (e *Engine) dispatch() {
 				at = next
 				break
 			}
-			if t.probe {
-				e.s.health.probes++
-			}
 			e.idle--
 			e.c.inFlight += t.it.n
 			e.work <- t // never blocks: cap Workers, at most idle tasks queued

@@ -172,8 +172,11 @@ func (p *pacer) overload(now, sentAt time.Time) {
 	p.cuts++
 }
 
-// current returns the rate now (+Inf: no limit).
+// current returns the rate now (+Inf: no limit) without changing the
+// pacer: reading it (Stats) must not split the integration of the bucket
+// and the growth, which would change what the engine does.
 func (p *pacer) current(now time.Time) float64 {
-	p.advance(now)
-	return p.rate
+	q := *p
+	q.advance(now)
+	return q.rate
 }

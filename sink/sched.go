@@ -164,6 +164,7 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		}
 		probe = true
 		s.health.probing = true
+		s.health.probes++
 	} else if wait := s.pace.take(now); wait > 0 {
 		s.heldBack = true
 		return nil, now.Add(wait)
@@ -293,7 +294,7 @@ type health struct {
 	probeAt  time.Time // when the next probe may go
 	failures int       // consecutive escalations of the backoff
 	since    time.Time // when the server was last seen failing (the last escalation)
-	probes   int64     // probes sent (counted by the engine)
+	probes   int64     // probes sent
 }
 
 // fail records a server-wide failure of a request sent at sentAt. The

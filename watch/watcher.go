@@ -146,6 +146,20 @@ const (
 	sendDeferred                    // a mark was left to the mark sender
 )
 
+// putLocked puts ev in the channel if it has room and no mark waits for the
+// mark sender (ev must not overtake it). w.mu is held.
+func (w *Watcher) putLocked(ev apiwatch.Event) bool {
+	if len(w.marks) > 0 {
+		return false
+	}
+	select {
+	case w.result <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
 // send puts ev in the watcher's channel if it has room. Otherwise, if wait is
 // set, it waits for room until the watcher is stopped or abortA or abortB
 // (either may be nil) is closed.
@@ -157,12 +171,8 @@ func (w *Watcher) send(ev apiwatch.Event, wait bool, abortA, abortB <-chan struc
 	if w.closed {
 		return sendStopped
 	}
-	if len(w.marks) == 0 {
-		select {
-		case w.result <- ev:
-			return sendDelivered
-		default:
-		}
+	if w.putLocked(ev) {
+		return sendDelivered
 	}
 	if !wait || len(w.marks) > 0 {
 		select {
@@ -194,12 +204,8 @@ func (w *Watcher) sendMark(ev apiwatch.Event, ctx context.Context) sendResult {
 	if w.closed {
 		return sendStopped
 	}
-	if len(w.marks) == 0 {
-		select {
-		case w.result <- ev:
-			return sendDelivered
-		default:
-		}
+	if w.putLocked(ev) {
+		return sendDelivered
 	}
 	if w.isStopped() {
 		return sendStopped
