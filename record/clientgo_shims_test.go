@@ -63,6 +63,11 @@ func (e *eventBroadcasterImpl) recordToSink(s EventSink, event *v1.Event, eventC
 		panic(err)
 	}
 	engine.Start(e.cancelationCtx)
+	if e.cancelationCtx.Err() != nil {
+		// herald: a broadcaster that is shut down writes nothing more; its
+		// engine is stopped, so the event is counted as abandoned.
+		engine.Stop(e.cancelationCtx)
+	}
 	engine.Add(res.Key, res.Event, res.Patch)
 	_ = engine.Flush(e.cancelationCtx)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
