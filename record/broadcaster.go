@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/internal/hook"
 	"github.com/heraldk8s/herald/internal/ratelog"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/watch"
@@ -96,7 +97,7 @@ func (ew *eventWatcher) abandon() (running bool) {
 // sinkPipeline is what StartRecordingToSink builds: a correlator feeding a
 // delivery engine.
 type sinkPipeline struct {
-	corr     *correlator.EventCorrelator
+	corr     hook.Correlator
 	engine   *sink.Engine
 	w        *watch.Watcher
 	received atomic.Int64 // events taken from w's channel
@@ -190,7 +191,7 @@ func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 		eb.logger.Error(watch.ErrShutdown, "Unable to start recording to sink (will not retry!)")
 		return apiwatch.NewEmptyWatch()
 	}
-	p := &sinkPipeline{corr: correlator.NewEventCorrelatorWithOptions(eb.cfg.correlator)}
+	p := &sinkPipeline{corr: eb.newCorrelator()}
 	opts := eb.cfg.engine
 	opts.OnWritten = func(key string, sent, stored *v1.Event) {
 		p.corr.UpdateStateForWrite(key, sent.Name, stored)
@@ -333,7 +334,7 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
 
 // correlate is c.EventCorrelate with a panic (from a user's key or message
 // function) turned into an error.
-func correlate(c *correlator.EventCorrelator, ev *v1.Event) (res *correlator.EventCorrelateResult, err error) {
+func correlate(c hook.Correlator, ev *v1.Event) (res *correlator.EventCorrelateResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("record: correlator panicked: %v", r)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/heraldk8s/herald/internal/hook"
 	"github.com/heraldk8s/herald/sink"
 )
 
@@ -61,6 +62,10 @@ type config struct {
 	messageLimit  int
 	sleepDuration time.Duration
 	sleepSet      bool // WithSleepDuration was given
+
+	// newCorrelator, set through the hook by the events package, makes the
+	// correlator of each sink instead of record's own.
+	newCorrelator hook.NewCorrelator
 
 	// invalid lists the options that had an invalid value and were reset
 	// to their default; NewBroadcaster logs each once.

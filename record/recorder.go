@@ -57,42 +57,9 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // DNS-1123 subdomain, unique in the process. The checks cost no allocation.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
 	eb := r.eb
-	eb.c.recorded.Add(1)
-	if eb.stopping.Load() {
-		r.drop(slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
-			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
+	ref, annotations, ok := eb.begin(r.logger, r.scheme, object, annotations, eventtype, reason)
+	if !ok {
 		return
-	}
-	ref, err := eb.kinds.reference(r.scheme, object)
-	if err != nil {
-		r.drop(slotInvalid, err, "Could not construct reference, will not report event",
-			func() []any {
-				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", reason}
-			})
-		return
-	}
-	if problem := refProblem(ref); problem != "" {
-		r.drop(slotInvalid, nil, "Invalid involved object reference, will not report event",
-			func() []any {
-				return []any{"problem", problem, "namespace", eventname.Truncate(ref.Namespace, 256),
-					"name", eventname.Truncate(ref.Name, 256), "reason", eventname.Truncate(reason, maxReasonLength)}
-			})
-		return
-	}
-	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
-		r.drop(slotInvalid, nil, "Unsupported event type, will not report event",
-			func() []any {
-				return []any{"object", klog.KRef(ref.Namespace, ref.Name), "eventType", eventtype, "reason", reason}
-			})
-		return
-	}
-	if len(annotations) > 0 {
-		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
-			r.drop(slotInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
-				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
-			return
-		}
-		annotations = maps.Clone(annotations)
 	}
 	clk := r.clock
 	if clk == nil {
@@ -105,7 +72,7 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 		namespace = metav1.NamespaceDefault
 	}
 	source := boundSource(r.source)
-	ev := &v1.Event{
+	eb.enqueue(r.logger, &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        eventname.New(ref.Name, now),
 			Namespace:   namespace,
@@ -121,27 +88,98 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 		Source:              source,
 		ReportingController: source.Component,
 		ReportingInstance:   source.Host,
+	})
+}
+
+// begin counts one recorded event and checks what every recorder checks
+// (see hook.Core.Begin). It returns the reference and the annotations to
+// store, or ok false when it dropped the event.
+func (eb *broadcaster) begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
+	eventtype, reason string) (ref *v1.ObjectReference, ann map[string]string, ok bool) {
+	eb.c.recorded.Add(1)
+	if eb.stopping.Load() {
+		eb.drop(logger, slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
+			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
+		return nil, nil, false
 	}
+	ref, err := eb.reference(scheme, object)
+	if err != nil {
+		msg := "Could not construct reference, will not report event"
+		if _, bad := err.(*invalidRefError); bad {
+			msg = "Invalid involved object reference, will not report event"
+		}
+		eb.drop(logger, slotInvalid, err, msg,
+			func() []any {
+				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", eventname.Truncate(reason, maxReasonLength)}
+			})
+		return nil, nil, false
+	}
+	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
+		eb.drop(logger, slotInvalid, nil, "Unsupported event type, will not report event",
+			func() []any {
+				return []any{"object", klog.KRef(ref.Namespace, ref.Name), "eventType", eventname.Truncate(eventtype, maxReasonLength), "reason", eventname.Truncate(reason, maxReasonLength)}
+			})
+		return nil, nil, false
+	}
+	if len(annotations) > 0 {
+		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
+			eb.drop(logger, slotInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
+				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+			return nil, nil, false
+		}
+		annotations = maps.Clone(annotations)
+	}
+	return ref, annotations, true
+}
+
+// reference returns the reference to object, or an error if there is none
+// or it cannot be written as it is (refProblem).
+func (eb *broadcaster) reference(scheme *runtime.Scheme, object runtime.Object) (*v1.ObjectReference, error) {
+	ref, err := eb.kinds.reference(scheme, object)
+	if err != nil {
+		return nil, err
+	}
+	if problem := refProblem(ref); problem != "" {
+		return nil, &invalidRefError{problem: problem, namespace: ref.Namespace, name: ref.Name}
+	}
+	return ref, nil
+}
+
+// invalidRefError is a reference that cannot be written as it is.
+type invalidRefError struct{ problem, namespace, name string }
+
+func (e *invalidRefError) Error() string {
+	return fmt.Sprintf("invalid object reference (namespace %q, name %q): %s",
+		eventname.Truncate(e.namespace, 256), eventname.Truncate(e.name, 256), e.problem)
+}
+
+// enqueue queues ev for every watcher. It never blocks; a full queue or a
+// shutdown is a counted drop.
+func (eb *broadcaster) enqueue(logger klog.Logger, ev *v1.Event) {
 	sent, err := eb.b.ActionOrDrop(apiwatch.Added, ev)
 	switch {
 	case err != nil:
-		r.drop(slotAfterShutdown, err, "Unable to record event: the broadcaster is shut down",
-			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+		eb.drop(logger, slotAfterShutdown, err, "Unable to record event: the broadcaster is shut down",
+			func() []any {
+				return []any{"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", ev.Reason}
+			})
 	case !sent:
-		r.drop(slotQueueFull, nil, "Unable to record event: too many queued events, dropped event",
-			func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+		eb.drop(logger, slotQueueFull, nil, "Unable to record event: too many queued events, dropped event",
+			func() []any {
+				return []any{"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", ev.Reason}
+			})
 	}
 }
 
 // drop counts one dropped event and logs it at a bounded rate: at error
 // level at most once per reason and ratelog.Interval, else at V(4). It builds
 // nothing when it does not log, so a drop costs no allocation.
-func (r *recorder) drop(slot int, err error, msg string, kv func() []any) {
-	n := r.eb.c.dropped[slot].Add(1)
+func (eb *broadcaster) drop(logger klog.Logger, slot int, err error, msg string, kv func() []any) {
+	n := eb.c.dropped[slot].Add(1)
 	reason := slotReasons[slot]
-	if r.eb.drops.Allow(slot, r.eb.cfg.clock.Now()) {
-		r.logger.Error(err, msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n)...)
-	} else if v := r.logger.V(4); v.Enabled() {
+	if eb.drops.Allow(slot, eb.cfg.clock.Now()) {
+		logger.Error(err, msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n)...)
+	} else if v := logger.V(4); v.Enabled() {
 		v.Info(msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n, "err", err)...)
 	}
 }

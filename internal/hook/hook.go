@@ -1,0 +1,81 @@
+// Package hook joins herald's events package (events.k8s.io/v1) to the
+// broadcaster of its record package (core/v1), so that both APIs share one
+// pipeline: the queue, the watchers, the delivery engine, Flush, Shutdown,
+// Stats and the drop accounting. The record package fills in the variables
+// when it is initialised; the events package imports record, so they are set
+// before any of its code runs.
+//
+// Events of both APIs travel through the pipeline as core/v1 Events: the API
+// server stores one kind of object and serves it under both APIs, and a
+// core/v1 Event has every field of an events.k8s.io/v1 Event (EventTime,
+// Series, Action, Related, ReportingController, ReportingInstance), so the
+// conversion at the sink is lossless.
+//
+// The package is internal: nothing in it is API.
+package hook
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/heraldk8s/herald/correlator"
+)
+
+// Correlator is what a sink's pipeline asks of its correlator. record's own
+// is correlator.EventCorrelator; the events package brings one that forms
+// events.k8s.io series.
+type Correlator interface {
+	// EventCorrelate returns what to write for ev: the event and, for an
+	// event the API server already has, the patch.
+	EventCorrelate(ev *v1.Event) (*correlator.EventCorrelateResult, error)
+	// UpdateStateForWrite tells the correlator that the write of sentName
+	// for key stored stored.
+	UpdateStateForWrite(key, sentName string, stored *v1.Event)
+	// Stats returns the correlator's counters.
+	Stats() correlator.Stats
+}
+
+// NewCorrelator makes the correlator of one sink. clk is the broadcaster's
+// clock.
+type NewCorrelator func(clk clock.PassiveClock) Correlator
+
+// Core is what record's broadcaster offers to a recorder of another API.
+// Every method is safe for concurrent use and never blocks.
+type Core interface {
+	// Begin counts one recorded event and makes the checks every recorder
+	// makes: the broadcaster is not shut down, the object has a reference
+	// that can be written, the type is Normal or Warning, the annotations
+	// are valid. It returns the reference and the annotations to store (a
+	// copy), or ok false when it dropped the event (counted, and logged to
+	// logger at a bounded rate).
+	Begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
+		eventtype, reason string) (ref *v1.ObjectReference, ann map[string]string, ok bool)
+	// Reference returns the reference to obj, or an error if there is none
+	// or it cannot be written (see Begin).
+	Reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error)
+	// DropInvalid counts one event that Begin accepted as dropped for being
+	// invalid, and logs msg with kv at a bounded rate.
+	DropInvalid(logger klog.Logger, err error, msg string, kv func() []any)
+	// Enqueue queues ev, an event Begin accepted, for every watcher. A
+	// full queue or a shutdown is a counted drop.
+	Enqueue(logger klog.Logger, ev *v1.Event)
+	// Now reads the broadcaster's clock.
+	Now() time.Time
+	// MessageLimit is the longest message kept, in bytes.
+	MessageLimit() int
+	// Stopping reports whether the broadcaster is shutting down or shut down.
+	Stopping() bool
+}
+
+var (
+	// WithCorrelator returns a record.BroadcasterOption (as any) that gives
+	// every sink of the broadcaster a correlator made by f.
+	WithCorrelator func(f NewCorrelator) any
+	// CoreOf returns the Core of b, a broadcaster returned by
+	// record.NewBroadcaster; ok is false for any other value.
+	CoreOf func(b any) (c Core, ok bool)
+)
