@@ -17,6 +17,13 @@ func init() {
 	hook.WithCorrelator = func(f hook.NewCorrelator) any {
 		return BroadcasterOption(func(c *config) { c.newCorrelator = f })
 	}
+	hook.WithKeyInterval = func(d time.Duration) any {
+		return BroadcasterOption(func(c *config) {
+			if d >= 0 {
+				c.keyInterval = d
+			}
+		})
+	}
 	hook.CoreOf = func(b any) (hook.Core, bool) {
 		eb, ok := b.(*broadcaster)
 		if !ok {
@@ -45,6 +52,7 @@ func (h hookCore) DropInvalid(logger klog.Logger, err error, msg string, kv func
 func (h hookCore) Enqueue(logger klog.Logger, ev *v1.Event) { h.eb.enqueue(logger, ev) }
 func (h hookCore) Now() time.Time                           { return h.eb.cfg.clock.Now() }
 func (h hookCore) MessageLimit() int                        { return h.eb.cfg.messageLimit }
+func (h hookCore) Logger() klog.Logger                      { return h.eb.logger }
 func (h hookCore) Stopping() bool                           { return h.eb.stopping.Load() }
 
 // newCorrelator makes the correlator of a new sink: the one given through

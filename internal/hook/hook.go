@@ -69,12 +69,18 @@ type Core interface {
 	MessageLimit() int
 	// Stopping reports whether the broadcaster is shutting down or shut down.
 	Stopping() bool
+	// Logger is the broadcaster's logger.
+	Logger() klog.Logger
 }
 
 var (
 	// WithCorrelator returns a record.BroadcasterOption (as any) that gives
 	// every sink of the broadcaster a correlator made by f.
 	WithCorrelator func(f NewCorrelator) any
+	// WithKeyInterval returns a record.BroadcasterOption (as any) that sets
+	// the engine's KeyInterval: the shortest time between two writes of one
+	// correlation key. A negative d is ignored.
+	WithKeyInterval func(d time.Duration) any
 	// CoreOf returns the Core of b, a broadcaster returned by
 	// record.NewBroadcaster; ok is false for any other value.
 	CoreOf func(b any) (c Core, ok bool)

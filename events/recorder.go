@@ -1,0 +1,142 @@
+package events
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/eventname"
+	"github.com/heraldk8s/herald/internal/hook"
+)
+
+// Bounds the API server validates for events.k8s.io/v1 (and core/v1 events
+// with an eventTime), in bytes (k8s.io/kubernetes
+// pkg/apis/core/validation/events.go). Longer values are cut on a UTF-8
+// boundary, so that no event is refused for its size.
+const (
+	MaxReasonLength            = 128
+	MaxActionLength            = 128
+	MaxReportingInstanceLength = 128
+	MaxNoteLength              = 1024
+)
+
+// hostname is the host part of every recorder's reportingInstance, read
+// once (client-go reads it in each NewRecorder and ignores an error too).
+var hostname = func() string {
+	h, _ := os.Hostname()
+	return h
+}()
+
+// recorder is herald's events.k8s.io/v1 EventRecorderLogger. It is a small
+// value: WithLogger copies it.
+type recorder struct {
+	core       hook.Core
+	scheme     *runtime.Scheme
+	controller string
+	instance   string
+	badCtl     string // why controller is refused by the API server, if it is
+	logger     klog.Logger
+}
+
+var (
+	_ EventRecorderLogger    = (*recorder)(nil)
+	_ AnnotatedEventRecorder = (*recorder)(nil)
+)
+
+func newRecorder(core hook.Core, scheme *runtime.Scheme, controller string, logger klog.Logger) *recorder {
+	r := &recorder{
+		core:       core,
+		scheme:     scheme,
+		controller: controller,
+		instance:   eventname.Truncate(controller+"-"+hostname, MaxReportingInstanceLength),
+		logger:     logger,
+	}
+	if errs := validation.IsQualifiedName(controller); len(errs) > 0 {
+		// The API server refuses every event of such a recorder; say so
+		// once here, and drop each event with a counted drop.
+		r.badCtl = strings.Join(errs, "; ")
+		logger.Error(nil, "Invalid reportingController: the API server refuses its events, so they are dropped",
+			"reportingController", eventname.Truncate(controller, 256), "problem", r.badCtl)
+	}
+	return r
+}
+
+// Eventf records an event about regarding (see EventRecorder).
+func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	r.emit(regarding, related, nil, eventtype, reason, action, note, args)
+}
+
+// AnnotatedEventf is Eventf with annotations on the event.
+func (r *recorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{}) {
+	r.emit(regarding, related, annotations, eventtype, reason, action, note, args)
+}
+
+// WithLogger returns a recorder that logs through logger.
+func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
+	c := *r
+	c.logger = logger
+	return &c
+}
+
+// emit builds the event and queues it. It never blocks. The checks are
+// client-go's (a reference for regarding, type Normal or Warning) and the
+// API server's (valid annotations, a reason, an action and a reporting
+// controller that is a qualified name), so that an event is refused here,
+// counted and logged, rather than by the server; fields longer than the
+// server accepts are cut.
+func (r *recorder) emit(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args []interface{}) {
+	ref, ann, ok := r.core.Begin(r.logger, r.scheme, regarding, annotations, eventtype, reason)
+	if !ok {
+		return
+	}
+	switch {
+	case r.badCtl != "":
+		r.core.DropInvalid(r.logger, nil, "Invalid reportingController, will not report event", func() []any {
+			return []any{"reportingController", eventname.Truncate(r.controller, 256), "problem", r.badCtl,
+				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength)}
+		})
+		return
+	case reason == "" || action == "":
+		r.core.DropInvalid(r.logger, nil, "An events.k8s.io/v1 event needs a reason and an action, will not report event", func() []any {
+			return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength),
+				"action", eventname.Truncate(action, MaxActionLength)}
+		})
+		return
+	}
+	var rel *v1.ObjectReference
+	if related != nil {
+		var err error
+		if rel, err = r.core.Reference(r.scheme, related); err != nil {
+			// As client-go: the event is still reported, without related.
+			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
+				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength), "err", err)
+		}
+	}
+	now := r.core.Now()
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	r.core.Enqueue(r.logger, &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        eventname.New(ref.Name, now),
+			Namespace:   namespace,
+			Annotations: ann,
+		},
+		EventTime:           metav1.NewMicroTime(now),
+		InvolvedObject:      *ref,
+		Related:             rel,
+		Reason:              eventname.Truncate(reason, MaxReasonLength),
+		Action:              eventname.Truncate(action, MaxActionLength),
+		Message:             eventname.Truncate(fmt.Sprintf(note, args...), min(r.core.MessageLimit(), MaxNoteLength)),
+		Type:                eventtype,
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+	})
+}

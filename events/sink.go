@@ -1,0 +1,205 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	cgevents "k8s.io/client-go/tools/events"
+
+	"github.com/heraldk8s/herald/sink"
+)
+
+// EventSinkImpl writes events.k8s.io/v1 Events through a typed client:
+//
+//	&events.EventSinkImpl{Interface: clientset.EventsV1()}
+//
+// or [NewForConfig], which gives herald a client of its own. Each request
+// goes to the namespace of the event it writes; an event without one is
+// refused, as client-go's sink refuses it. It is safe for concurrent use.
+//
+// Like record's sink, it sends each request with no retries inside
+// client-go's REST client, so that a 429 or a 5xx reaches herald's engine,
+// which retries with its own policy (shared server health, Retry-After, the
+// adaptive write rate). client-go's own *events.EventSinkImpl, given to
+// NewBroadcaster, is written the same way.
+type EventSinkImpl struct {
+	Interface typedeventsv1.EventsV1Interface
+}
+
+var (
+	_ EventSink = (*EventSinkImpl)(nil)
+	_ EventSink = (*cgevents.EventSinkImpl)(nil)
+)
+
+// NewForConfig returns an EventSinkImpl with an events client of its own,
+// built from a copy of cfg with its own client-side limits
+// (sink.DefaultClientQPS, sink.DefaultClientBurst) and the user agent
+// suffix " herald-events", so that event writes never spend the
+// controller's API budget. cfg is not modified.
+func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
+	if cfg == nil {
+		return nil, errors.New("events: NewForConfig: nil rest.Config")
+	}
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = sink.DefaultClientQPS, sink.DefaultClientBurst
+	c.RateLimiter = nil
+	ua := c.UserAgent
+	if ua == "" {
+		ua = rest.DefaultKubernetesUserAgent()
+	}
+	c.UserAgent = ua + " herald-events"
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("events: NewForConfig: %w", err)
+	}
+	return &EventSinkImpl{Interface: cs.EventsV1()}, nil
+}
+
+// restClient returns the REST client of s.Interface, or nil when it has
+// none (a fake clientset's, for example).
+func (s *EventSinkImpl) restClient() rest.Interface {
+	rc := s.Interface.RESTClient()
+	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
+		return nil
+	}
+	return rc
+}
+
+// Create stores a new event in the event's namespace.
+func (s *EventSinkImpl) Create(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
+	if event.Namespace == "" {
+		return nil, errors.New("can't create an event with empty namespace")
+	}
+	rc := s.restClient()
+	if rc == nil {
+		return s.Interface.Events(event.Namespace).Create(ctx, event, metav1.CreateOptions{})
+	}
+	out := &eventsv1.Event{}
+	err := rc.Post().Namespace(event.Namespace).Resource("events").Body(event).MaxRetries(0).Do(ctx).Into(out)
+	return out, err
+}
+
+// Update replaces an event. The broadcaster never calls it; it exists for
+// client-go's EventSink.
+func (s *EventSinkImpl) Update(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
+	if event.Namespace == "" {
+		return nil, errors.New("can't update an event with empty namespace")
+	}
+	return s.Interface.Events(event.Namespace).Update(ctx, event, metav1.UpdateOptions{})
+}
+
+// Patch applies a strategic-merge patch to the event named as oldEvent in
+// its namespace.
+func (s *EventSinkImpl) Patch(ctx context.Context, oldEvent *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	if oldEvent.Namespace == "" {
+		return nil, errors.New("can't patch an event with empty namespace")
+	}
+	rc := s.restClient()
+	if rc == nil {
+		return s.Interface.Events(oldEvent.Namespace).Patch(ctx, oldEvent.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+	}
+	out := &eventsv1.Event{}
+	err := rc.Patch(types.StrategicMergePatchType).Namespace(oldEvent.Namespace).Resource("events").
+		Name(oldEvent.Name).Body(data).MaxRetries(0).Do(ctx).Into(out)
+	return out, err
+}
+
+// coreSink is an events.k8s.io/v1 sink as record's pipeline sees it: a
+// core/v1 sink converting each event (the conversion is lossless).
+type coreSink struct{ s EventSink }
+
+var _ sink.ContextEventSink = coreSink{}
+
+// eventsSink returns the sink to write through: client-go's EventSinkImpl
+// becomes herald's, so that the engine sees 429s and 5xx.
+func eventsSink(s EventSink) EventSink {
+	if cs, ok := s.(*cgevents.EventSinkImpl); ok && cs != nil {
+		return &EventSinkImpl{Interface: cs.Interface}
+	}
+	return s
+}
+
+func (c coreSink) Create(ev *v1.Event) (*v1.Event, error) {
+	return c.CreateContext(context.Background(), ev)
+}
+
+func (c coreSink) Update(ev *v1.Event) (*v1.Event, error) {
+	return toCore(c.s.Update(context.Background(), toEventsV1(ev)))
+}
+
+func (c coreSink) Patch(ev *v1.Event, data []byte) (*v1.Event, error) {
+	return c.PatchContext(context.Background(), ev, data)
+}
+
+func (c coreSink) CreateContext(ctx context.Context, ev *v1.Event) (*v1.Event, error) {
+	return toCore(c.s.Create(ctx, toEventsV1(ev)))
+}
+
+func (c coreSink) PatchContext(ctx context.Context, ev *v1.Event, data []byte) (*v1.Event, error) {
+	return toCore(c.s.Patch(ctx, toEventsV1(ev), data))
+}
+
+// toCore converts a sink's answer.
+func toCore(ev *eventsv1.Event, err error) (*v1.Event, error) {
+	if ev == nil {
+		return nil, err
+	}
+	return fromEventsV1(ev), err
+}
+
+// toEventsV1 returns e as an events.k8s.io/v1 Event, as the API server
+// converts it. The result shares e's maps and pointers.
+func toEventsV1(e *v1.Event) *eventsv1.Event {
+	out := &eventsv1.Event{
+		ObjectMeta:               e.ObjectMeta,
+		EventTime:                e.EventTime,
+		ReportingController:      e.ReportingController,
+		ReportingInstance:        e.ReportingInstance,
+		Action:                   e.Action,
+		Reason:                   e.Reason,
+		Regarding:                e.InvolvedObject,
+		Related:                  e.Related,
+		Note:                     e.Message,
+		Type:                     e.Type,
+		DeprecatedSource:         e.Source,
+		DeprecatedFirstTimestamp: e.FirstTimestamp,
+		DeprecatedLastTimestamp:  e.LastTimestamp,
+		DeprecatedCount:          e.Count,
+	}
+	if e.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	return out
+}
+
+// fromEventsV1 is the inverse of toEventsV1.
+func fromEventsV1(e *eventsv1.Event) *v1.Event {
+	out := &v1.Event{
+		ObjectMeta:          e.ObjectMeta,
+		EventTime:           e.EventTime,
+		ReportingController: e.ReportingController,
+		ReportingInstance:   e.ReportingInstance,
+		Action:              e.Action,
+		Reason:              e.Reason,
+		InvolvedObject:      e.Regarding,
+		Related:             e.Related,
+		Message:             e.Note,
+		Type:                e.Type,
+		Source:              e.DeprecatedSource,
+		FirstTimestamp:      e.DeprecatedFirstTimestamp,
+		LastTimestamp:       e.DeprecatedLastTimestamp,
+		Count:               e.DeprecatedCount,
+	}
+	if e.Series != nil {
+		out.Series = &v1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	return out
+}
