@@ -20,7 +20,7 @@ func init() {
 	hook.WithKeyInterval = func(d time.Duration) any {
 		return BroadcasterOption(func(c *config) {
 			if d >= 0 {
-				c.keyInterval = d
+				c.engine.KeyInterval = d
 			}
 		})
 	}
