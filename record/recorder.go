@@ -56,12 +56,28 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // to the message limit, on a UTF-8 boundary; the name is always a valid
 // DNS-1123 subdomain, unique in the process. The checks cost no allocation.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
+	r.generateFull(object, nil, annotations, eventtype, reason, "", message)
+}
+
+// generateFull is generate with the fields events.k8s.io/v1 adds, which
+// the API server keeps on a core/v1 event too: the related object and the
+// action (cut to 128 bytes). A related object without a reference is left
+// out, as client-go's events recorder does.
+func (r *recorder) generateFull(object, related runtime.Object, annotations map[string]string, eventtype, reason, action, message string) {
 	eb := r.eb
 	ev := &v1.Event{}
 	annotations, ok := eb.begin(r.logger, r.scheme, object, annotations, eventtype, reason, &ev.InvolvedObject)
 	if !ok {
 		return
 	}
+	if related != nil {
+		var err error
+		if ev.Related, err = eb.reference(r.scheme, related); err != nil {
+			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
+				"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", eventname.Truncate(reason, maxReasonLength), "err", err)
+		}
+	}
+	ev.Action = eventname.Truncate(action, maxReasonLength)
 	clk := r.clock
 	if clk == nil {
 		clk = eb.cfg.clock

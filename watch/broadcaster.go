@@ -30,8 +30,9 @@ const (
 )
 
 // ErrShutdown is returned by every method of [Broadcaster] that would queue
-// something once [Broadcaster.Shutdown] has been called.
-var ErrShutdown = errors.New("watch: broadcaster is shut down")
+// something once [Broadcaster.Shutdown] has been called. Its text is
+// apimachinery's, so code matching the message keeps working.
+var ErrShutdown = errors.New("broadcaster already stopped")
 
 // incomingQueueLength is the incoming buffer of NewBroadcaster, as in
 // apimachinery.
