@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/hook"
+	"github.com/heraldk8s/herald/internal/nilcheck"
 	"github.com/heraldk8s/herald/record"
 )
 
@@ -78,18 +78,13 @@ func WithSeriesInterval(d time.Duration) Option {
 	return hook.WithKeyInterval(d).(record.BroadcasterOption)
 }
 
-// isNilSink reports whether s is a nil pointer (or map, func, chan)
-// in an interface, or herald's sink without a client.
+// isNilSink reports whether s is a nil value in an interface, or herald's
+// sink without a client.
 func isNilSink(s EventSink) bool {
 	if x, ok := s.(*EventSinkImpl); ok && x != nil && x.Interface == nil {
 		return true
 	}
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
-		return v.IsNil()
-	}
-	return false
+	return nilcheck.IsNil(s)
 }
 
 // StartRecordingToSink is client-go's deprecated form of

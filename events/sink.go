@@ -48,15 +48,7 @@ func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 	if cfg == nil {
 		return nil, errors.New("events: NewForConfig: nil rest.Config")
 	}
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = sink.DefaultClientQPS, sink.DefaultClientBurst
-	c.RateLimiter = nil
-	ua := c.UserAgent
-	if ua == "" {
-		ua = rest.DefaultKubernetesUserAgent()
-	}
-	c.UserAgent = ua + " herald-events"
-	cs, err := kubernetes.NewForConfig(c)
+	cs, err := kubernetes.NewForConfig(sink.EventsConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("events: NewForConfig: %w", err)
 	}

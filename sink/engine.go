@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/heraldk8s/herald/internal/nilcheck"
 	"github.com/heraldk8s/herald/internal/ratelog"
 )
 
@@ -100,17 +100,7 @@ func NewEngine(s EventSink, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-func isNil(s EventSink) bool {
-	if s == nil {
-		return true
-	}
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Interface, reflect.Slice:
-		return v.IsNil()
-	}
-	return false
-}
+func isNil(s EventSink) bool { return nilcheck.IsNil(s) }
 
 // Start starts the dispatcher and the workers. They log through
 // klog.FromContext(ctx). They run until Stop: ending ctx does not stop

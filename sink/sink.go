@@ -84,6 +84,19 @@ func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 	if cfg == nil {
 		return nil, errorf("NewForConfig: nil rest.Config")
 	}
+	cs, err := kubernetes.NewForConfig(EventsConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("sink: NewForConfig: %w", err)
+	}
+	return &EventSinkImpl{Interface: cs.CoreV1().Events("")}, nil
+}
+
+// EventsConfig returns the configuration of an events client of herald's
+// own: a copy of cfg with its own client-side limits (DefaultClientQPS and
+// DefaultClientBurst, no shared rate limiter) and the user agent suffix
+// " herald-events". NewForConfig, and events.NewForConfig for
+// events.k8s.io/v1, build their clients with it.
+func EventsConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = DefaultClientQPS, DefaultClientBurst
 	c.RateLimiter = nil
@@ -92,11 +105,7 @@ func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 		ua = rest.DefaultKubernetesUserAgent()
 	}
 	c.UserAgent = ua + " herald-events"
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("sink: NewForConfig: %w", err)
-	}
-	return &EventSinkImpl{Interface: cs.CoreV1().Events("")}, nil
+	return c
 }
 
 // Create stores a new event in the event's namespace.
