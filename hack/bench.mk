@@ -1,7 +1,9 @@
 ## bench: herald and client-go v0.37.2's tools/record side by side on the
 ## same scenarios (sub-benchmarks .../impl=herald and .../impl=client-go, in
 ## the same `go test` process): Eventf cost (record), correlator
-## (correlator), delivery scenarios (internal/bench), and the scenarios that
+## (correlator), delivery scenarios (internal/bench), herald's events
+## package beside client-go's tools/events (internal/bench, Events*:
+## Eventf cost, a crash-loop storm, shutdown, goroutines), and the scenarios that
 ## need a server (internal/bench/server: a real kube-apiserver restarted, and
 ## a hundred controllers against one loopback Events API with an outage and a
 ## capacity; `apiserver` is built first). The raw output goes to
@@ -21,7 +23,8 @@ bench: apiserver
 	{ status=0; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventf' -benchmem -benchtime $(BENCH_MICRO_TIME) ./record || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./correlator || status=1; \
-	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
+	  $(GO) test -run '^$$' -bench '^BenchmarkEventsEventf$$' -benchmem -benchtime $(BENCH_MICRO_TIME) ./internal/bench || status=1; \
+	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory|EventsStorm|EventsShutdown|EventsBurstGoroutines)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/bench/server || status=1; \
 	  exit $$status; \
 	} 2>&1 | tee $(BENCH_OUT); status=$$?; \

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
@@ -90,5 +91,45 @@ func TestOutageFailsUntilRecovery(t *testing.T) {
 	ongoing := bench.Outage(0, time.Now().Add(time.Hour), bench.ConnRefused)
 	if err := ongoing(context.Background(), sinktest.OpCreate, ev); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("during the outage: got %v, want connection refused", err)
+	}
+}
+
+func TestEventsSink(t *testing.T) {
+	s := bench.NewEventsSink(0)
+	ctx := context.Background()
+	ev := &eventsv1.Event{}
+	ev.Namespace, ev.Name = bench.Namespace, "e1"
+	ev.Regarding = v1.ObjectReference{Namespace: bench.Namespace, Name: "pod-00000"}
+	if _, err := s.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, ev); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second Create: got %v, want AlreadyExists", err)
+	}
+	out, err := s.Patch(ctx, ev, []byte(`{"series":{"count":7,"lastObservedTime":"2026-01-02T03:04:05.000006Z"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Series == nil || out.Series.Count != 7 {
+		t.Fatalf("Patch returned series %+v, want count 7", out.Series)
+	}
+	missing := ev.DeepCopy()
+	missing.Name = "e2"
+	if _, err := s.Patch(ctx, missing, []byte(`{"series":{"count":2}}`)); !apierrors.IsNotFound(err) {
+		t.Fatalf("Patch of a missing event: got %v, want NotFound", err)
+	}
+	if got, want := s.Writes(), int64(4); got != want {
+		t.Errorf("Writes() = %d, want %d", got, want)
+	}
+	if s.Creates() != 2 || s.Patches() != 2 || s.Failed() != 2 || s.Stored() != 1 {
+		t.Errorf("creates %d, patches %d, failed %d, stored %d; want 2, 2, 2, 1", s.Creates(), s.Patches(), s.Failed(), s.Stored())
+	}
+	if got := s.Counts()[bench.Namespace+"/pod-00000"]; got != 7 {
+		t.Errorf("Counts() = %d for the pod, want 7", got)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := bench.NewEventsSink(time.Hour).Create(cancelled, ev); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create with a cancelled context: got %v, want context.Canceled", err)
 	}
 }

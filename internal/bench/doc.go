@@ -10,6 +10,12 @@
 // klog capture that counts client-go's per-event drop logs, and an observer
 // of a sink's progress.
 //
+// The Events* benchmarks (events_bench_test.go) compare herald's events
+// package with client-go's tools/events (events.k8s.io/v1) the same way,
+// writing to an in-memory events.k8s.io/v1 sink, [EventsSink]: the cost of
+// Eventf, a crash-loop storm (how stale the stored series counts are), a
+// shutdown right after 3,000 events, and the goroutines of a burst.
+//
 // `make bench` runs these benchmarks with record's and correlator's, saves
 // the raw output to bench.out and prints a table of herald / client-go
 // ratios with [github.com/heraldk8s/herald/internal/bench/cmd/benchtable].

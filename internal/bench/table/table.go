@@ -183,10 +183,11 @@ var standard = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "
 // unitOrder is the order of metrics in a scenario; others follow,
 // alphabetically.
 var unitOrder = []string{
-	"ns/op", "B/op", "allocs/op", "dropped/op",
-	"recorded", "delivered", "written", "writes", "finalcount", "dropped", "lost",
+	"ns/op", "B/op", "allocs/op", "arg-allocs/op", "dropped/op",
+	"recorded", "delivered", "written", "writes", "creates", "patches", "finalcount",
+	"stale-at-end", "stale-after-3s", "stale-after-flush", "dropped", "abandoned", "lost",
 	"events/s", "ms-per-write", "failed-writes", "ms-to-final", "ms-to-drain", "shutdown-ms",
-	"goroutines-started", "goroutines-leaked",
+	"goroutines-started", "goroutines-peak", "goroutines-leaked",
 }
 
 // units returns the metrics of s to show, in display order.

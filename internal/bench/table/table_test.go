@@ -108,3 +108,40 @@ func TestFormatAndRatio(t *testing.T) {
 		}
 	}
 }
+
+func TestEventsTargets(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/bench
+BenchmarkEventsEventf/sink=none/impl=herald-2         	  259753	      4701 ns/op	         1.000 arg-allocs/op	         0 dropped/op	     832 B/op	       5 allocs/op
+BenchmarkEventsEventf/sink=none/impl=client-go-2      	  304118	      7864 ns/op	         1.000 arg-allocs/op	     893 B/op	       8 allocs/op
+BenchmarkEventsStorm/impl=herald-2         	       1	5004030938 ns/op	       100.0 creates	      1900 patches	      2000 recorded	         0 stale-after-3s	         0 stale-after-flush	         2.000 stale-at-end	      2000 writes
+BenchmarkEventsStorm/impl=client-go-2      	       1	5012413893 ns/op	       100.0 creates	       100.0 patches	      2000 recorded	      1800 stale-after-3s	      1800 stale-at-end	       200.0 writes
+BenchmarkEventsShutdown/impl=herald-2         	       1	 848713715 ns/op	         0 abandoned	         0 dropped	         0 lost	      3000 recorded	       587.6 shutdown-ms	      3000 written
+BenchmarkEventsShutdown/impl=client-go-2      	       1	2043542301 ns/op	         0 abandoned	         0 dropped	      2459 lost	      3000 recorded	         0.1982 shutdown-ms	       541.0 written
+BenchmarkEventsBurstGoroutines/impl=herald-2  	       1	1581501424 ns/op	     10000 delivered	         0 goroutines-leaked	        19.00 goroutines-peak	     10000 recorded
+BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/op	      5977 delivered	         3.000 goroutines-leaked	      4410 goroutines-peak	     10000 recorded
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| EventsEventf/sink=none | ns/op | 7864 | 4701 | 0.60× | ≤ 0.5× | **NO** |",
+		"| EventsEventf/sink=none | allocs/op | 8 | 5 | 0.62× | herald ≤ 3 + arg-allocs/op | **NO** |",
+		"| EventsStorm | stale-after-flush | — | 0 | — | herald 0 | yes |",
+		"| EventsShutdown | written | 541 | 3000 | 5.55× | herald = recorded | yes |",
+		"| EventsShutdown | lost | 2459 | 0 | 0.00× | herald 0 | yes |",
+		"| EventsBurstGoroutines | goroutines-leaked | 3 | 0 | 0.00× | herald 0 | yes |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("output lacks %q:\n%s", want, md)
+		}
+	}
+	if got, want := res.Missed(), []string{"EventsEventf/sink=none ns/op", "EventsEventf/sink=none allocs/op"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Missed() = %v, want %v", got, want)
+	}
+}
