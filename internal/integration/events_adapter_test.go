@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/faultproxy"
+	"github.com/heraldk8s/herald/record"
+)
+
+// TestEventsV1Adapter runs herald's EventBroadcasterAdapter against the
+// real server, through a proxy that counts requests: it chooses
+// events.k8s.io/v1 (discovery answers), so NewRecorder's events are written
+// there with their action, related object and series; the recorder of
+// DeprecatedNewLegacyRecorder writes core/v1 events; and Shutdown, called
+// right after recording, writes both. Discovery failing with 503s first
+// changes nothing: the failed writes are retried, and events.k8s.io/v1 is
+// still chosen.
+func TestEventsV1Adapter(t *testing.T) {
+	const (
+		controllerName = "example.com/adapter-it"
+		legacyName     = "legacy-it"
+	)
+	for _, tc := range []struct {
+		name  string
+		fault func(p *faultproxy.Proxy)
+		// discoveryFailures is how many discovery requests fail.
+		discoveryFailures int
+	}{
+		{name: "discovery answers", fault: func(*faultproxy.Proxy) {}},
+		{
+			// client-go's adapter would choose core/v1 for good here.
+			name: "discovery fails twice first",
+			fault: func(p *faultproxy.Proxy) {
+				p.FailMatching(faultproxy.Match{Method: "GET", PathContains: "/apis/events.k8s.io/v1"}, http.StatusServiceUnavailable, 0, 2)
+			},
+			discoveryFailures: 2,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin := adminClient(t)
+			ns := env.CreateNamespace(t, "ev-adapter")
+			proxy := newProxy(t)
+			cs := newClientset(t, proxy.Config(env.Admin))
+			logger := ktesting.NewLogger(t, ktesting.NewConfig())
+
+			ad := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, record.WithLogger(logger))
+			stopCh := make(chan struct{})
+			t.Cleanup(func() { close(stopCh) })
+			t.Cleanup(ad.Shutdown) // idempotent; runs before close(stopCh)
+			tc.fault(proxy)
+			ad.StartRecordingToSink(stopCh)
+
+			rec := ad.NewRecorder(controllerName)
+			for range 3 {
+				rec.Eventf(podRef(ns, "web-0"), podRef(ns, "web-0-sidecar"), v1.EventTypeWarning, "BackOff", "Restart", "Back-off restarting failed container")
+			}
+			rec.Eventf(podRef(ns, "web-1"), nil, v1.EventTypeNormal, "Scaled", "Scale", "Scaled to %d", 3)
+			legacy := ad.DeprecatedNewLegacyRecorder(legacyName)
+			for range 2 {
+				legacy.Eventf(podRef(ns, "old-0"), v1.EventTypeNormal, "Pulled", "Pulled image")
+			}
+			legacy.Eventf(podRef(ns, "old-1"), v1.EventTypeWarning, "Failed", "Failed to pull image")
+
+			ad.Shutdown()
+			st, ok := ad.(interface {
+				Stats() events.Stats
+				LegacyStats() events.Stats
+			})
+			if !ok {
+				t.Fatalf("the adapter %T has no Stats and LegacyStats", ad)
+			}
+			if s := st.Stats(); s.Recorded != 4 || written(s) != 4 || s.Created != 2 || s.Dropped.Total() != 0 || s.Abandoned != 0 {
+				t.Errorf("events.k8s.io/v1 stats %+v: want 4 recorded and written, 2 created", s)
+			}
+			if s := st.LegacyStats(); s.Recorded != 3 || written(s) != 3 || s.Created != 2 || s.Dropped.Total() != 0 || s.Abandoned != 0 {
+				t.Errorf("core/v1 stats %+v: want 3 recorded and written, 2 created", s)
+			}
+
+			// Chosen by discovery: events.k8s.io/v1 for NewRecorder's events,
+			// core/v1 for the legacy recorder's only.
+			if got := proxy.Requests("GET", "/apis/events.k8s.io/v1"); got <= tc.discoveryFailures {
+				t.Errorf("%d discovery requests for events.k8s.io/v1, want more than the %d failed ones", got, tc.discoveryFailures)
+			}
+			if fails, _ := proxy.Injected(); fails != tc.discoveryFailures {
+				t.Errorf("the proxy failed %d requests, want %d", fails, tc.discoveryFailures)
+			}
+			if got := proxy.Requests("POST", "/apis/events.k8s.io/v1/namespaces/"+ns+"/events"); got != 2 {
+				t.Errorf("%d events.k8s.io/v1 POSTs, want 2", got)
+			}
+			if got := proxy.Requests("POST", "/api/v1/namespaces/"+ns+"/events"); got != 2 {
+				t.Errorf("%d core/v1 POSTs, want 2 (the legacy recorder's)", got)
+			}
+
+			ctx := t.Context()
+			v1evs, err := listV1(ctx, admin, ns, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("listing events.k8s.io/v1 events: %v", err)
+			}
+			var mine []eventsv1.Event
+			for _, e := range v1evs {
+				if e.ReportingController == controllerName {
+					mine = append(mine, e)
+				}
+			}
+			if err := countV1(map[string]int32{"web-0/Restart": 3, "web-1/Scale": 1})(mine); err != nil {
+				t.Errorf("NewRecorder's events: %v\n%s", err, describeV1(v1evs))
+			}
+			for _, e := range mine {
+				if e.Regarding.Name == "web-0" && (e.Related == nil || e.Related.Name != "web-0-sidecar") {
+					t.Errorf("event %s: related %+v, want web-0-sidecar", e.Name, e.Related)
+				}
+				if e.EventTime.IsZero() || e.DeprecatedCount != 0 {
+					t.Errorf("event %s: eventTime %v, deprecatedCount %d: not an events.k8s.io/v1 event", e.Name, e.EventTime, e.DeprecatedCount)
+				}
+			}
+
+			core, err := listEvents(ctx, admin, ns, metav1.ListOptions{FieldSelector: "source=" + legacyName})
+			if err != nil {
+				t.Fatalf("listing core/v1 events: %v", err)
+			}
+			if err := countEvents(map[string]int32{"old-0": 2, "old-1": 1})(core); err != nil {
+				t.Errorf("legacy recorder's events: %v\n%s", err, describeEvents(core))
+			}
+			for _, e := range core {
+				if e.Source.Component != legacyName || e.Action != "" || !e.EventTime.IsZero() {
+					t.Errorf("legacy event %s: source %+v, action %q, eventTime %v: want a core/v1 event of %s",
+						e.Name, e.Source, e.Action, e.EventTime, legacyName)
+				}
+			}
+			if t.Failed() {
+				t.Logf("all events.k8s.io/v1 events in %s:\n%s", ns, describeV1(v1evs))
+			}
+
+		})
+	}
+}
