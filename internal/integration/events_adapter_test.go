@@ -22,7 +22,9 @@ import (
 // DeprecatedNewLegacyRecorder writes core/v1 events; and Shutdown, called
 // right after recording, writes both. Discovery failing with 503s first
 // changes nothing: the failed writes are retried, and events.k8s.io/v1 is
-// still chosen.
+// still chosen. When discovery says events.k8s.io/v1 is not served, the
+// same events are written through core/v1, keeping action, related object
+// and series.
 func TestEventsV1Adapter(t *testing.T) {
 	const (
 		controllerName = "example.com/adapter-it"
@@ -33,8 +35,21 @@ func TestEventsV1Adapter(t *testing.T) {
 		fault func(p *faultproxy.Proxy)
 		// discoveryFailures is how many discovery requests fail.
 		discoveryFailures int
+		// notServed: discovery says events.k8s.io/v1 is not served, so
+		// NewRecorder's events go through core/v1.
+		notServed bool
 	}{
 		{name: "discovery answers", fault: func(*faultproxy.Proxy) {}},
+		{
+			// NewRecorder's events keep their action, related object and
+			// series on core/v1 (client-go's core/v1 path drops them).
+			name: "events.k8s.io/v1 not served",
+			fault: func(p *faultproxy.Proxy) {
+				p.FailMatching(faultproxy.Match{Method: "GET", PathContains: "/apis/events.k8s.io/v1"}, http.StatusNotFound, 0, 1000)
+			},
+			discoveryFailures: 1,
+			notServed:         true,
+		},
 		{
 			// client-go's adapter would choose core/v1 for good here.
 			name: "discovery fails twice first",
@@ -86,17 +101,21 @@ func TestEventsV1Adapter(t *testing.T) {
 
 			// Chosen by discovery: events.k8s.io/v1 for NewRecorder's events,
 			// core/v1 for the legacy recorder's only.
-			if got := proxy.Requests("GET", "/apis/events.k8s.io/v1"); got <= tc.discoveryFailures {
-				t.Errorf("%d discovery requests for events.k8s.io/v1, want more than the %d failed ones", got, tc.discoveryFailures)
+			wantDiscovery, wantV1Posts, wantCorePosts := tc.discoveryFailures+1, 2, 2
+			if tc.notServed {
+				wantDiscovery, wantV1Posts, wantCorePosts = 1, 0, 4
+			}
+			if got := proxy.Requests("GET", "/apis/events.k8s.io/v1"); got != wantDiscovery {
+				t.Errorf("%d discovery requests for events.k8s.io/v1, want %d", got, wantDiscovery)
 			}
 			if fails, _ := proxy.Injected(); fails != tc.discoveryFailures {
 				t.Errorf("the proxy failed %d requests, want %d", fails, tc.discoveryFailures)
 			}
-			if got := proxy.Requests("POST", "/apis/events.k8s.io/v1/namespaces/"+ns+"/events"); got != 2 {
-				t.Errorf("%d events.k8s.io/v1 POSTs, want 2", got)
+			if got := proxy.Requests("POST", "/apis/events.k8s.io/v1/namespaces/"+ns+"/events"); got != wantV1Posts {
+				t.Errorf("%d events.k8s.io/v1 POSTs, want %d", got, wantV1Posts)
 			}
-			if got := proxy.Requests("POST", "/api/v1/namespaces/"+ns+"/events"); got != 2 {
-				t.Errorf("%d core/v1 POSTs, want 2 (the legacy recorder's)", got)
+			if got := proxy.Requests("POST", "/api/v1/namespaces/"+ns+"/events"); got != wantCorePosts {
+				t.Errorf("%d core/v1 POSTs, want %d", got, wantCorePosts)
 			}
 
 			ctx := t.Context()
@@ -117,8 +136,9 @@ func TestEventsV1Adapter(t *testing.T) {
 				if e.Regarding.Name == "web-0" && (e.Related == nil || e.Related.Name != "web-0-sidecar") {
 					t.Errorf("event %s: related %+v, want web-0-sidecar", e.Name, e.Related)
 				}
-				if e.EventTime.IsZero() || e.DeprecatedCount != 0 {
-					t.Errorf("event %s: eventTime %v, deprecatedCount %d: not an events.k8s.io/v1 event", e.Name, e.EventTime, e.DeprecatedCount)
+				if e.EventTime.IsZero() || e.ReportingInstance == "" || (!tc.notServed && e.DeprecatedCount != 0) {
+					t.Errorf("event %s: eventTime %v, reportingInstance %q, deprecatedCount %d: not an events.k8s.io/v1 event",
+						e.Name, e.EventTime, e.ReportingInstance, e.DeprecatedCount)
 				}
 			}
 
