@@ -122,11 +122,11 @@ func TestEventsV1Edges(t *testing.T) {
 // StartRecordingToSinkWithContext right after recording: what was recorded
 // before is still written, and recording may start again.
 func TestEventsV1StopRecordingByContext(t *testing.T) {
-	const n = 100
+	const n = 1000
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "ev-stop-ctx")
 	logger := ktesting.NewLogger(t, ktesting.NewConfig())
-	eb := events.NewBroadcaster(evSink(t, env.Admin), record.WithLogger(logger))
+	eb := events.NewBroadcaster(evSink(t, env.Admin), record.WithLogger(logger), record.WithWriteLimit(-1, 0), record.WithWorkers(8))
 	t.Cleanup(eb.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := eb.StartRecordingToSinkWithContext(ctx); err != nil {
@@ -141,7 +141,7 @@ func TestEventsV1StopRecordingByContext(t *testing.T) {
 	}
 	cancel()
 	eventually(t, "all events written after the context ended", func(context.Context) error {
-		if s := eb.Stats(); written(s) != n {
+		if s := eb.Stats(); written(s) != n || s.Offered != n {
 			return fmt.Errorf("stats %+v", s)
 		}
 		return nil
