@@ -123,15 +123,15 @@ func TestEventsV1Restart(t *testing.T) {
 	h.flush(flushTimeout)
 	waitV1(t, cs, ns, metav1.ListOptions{}, countV1(want))
 
-	halted := true
-	if err := env.Halt(); err != nil {
-		t.Fatalf("Halt: %v", err)
-	}
 	restart := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		return env.Restart(ctx)
 	}
+	// Registered before the Halt (and after the namespace's and the
+	// broadcaster's cleanups, so it runs before them): whatever happens,
+	// the server runs again when the test ends.
+	halted := true
 	t.Cleanup(func() {
 		if halted {
 			if err := restart(); err != nil {
@@ -139,6 +139,9 @@ func TestEventsV1Restart(t *testing.T) {
 			}
 		}
 	})
+	if err := env.Halt(); err != nil {
+		t.Fatalf("Halt: %v", err)
+	}
 	haltedAt := time.Now()
 
 	for r := range repeats {
