@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -161,4 +162,45 @@ func TestEventsV1Adapter(t *testing.T) {
 
 		})
 	}
+}
+
+// TestEventsV1AdapterContextEnd ends the adapter's context right after
+// recording: as documented (and as client-go does for its core/v1
+// broadcaster), that shuts the adapter down, and herald writes what was
+// recorded first, through both broadcasters.
+func TestEventsV1AdapterContextEnd(t *testing.T) {
+	const n = 200
+	admin := adminClient(t)
+	ns := env.CreateNamespace(t, "ev-adapter-ctx")
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	ctx, cancel := context.WithCancel(context.Background())
+	ad := events.NewEventBroadcasterAdapterWithContext(ctx, admin, record.WithLogger(logger), record.WithWriteLimit(-1, 0))
+	t.Cleanup(ad.Shutdown)
+	ad.StartRecordingToSink(nil)
+	rec, legacy := ad.NewRecorder("example.com/adapter-ctx-it"), ad.DeprecatedNewLegacyRecorder("legacy-ctx-it")
+	want, wantCore := map[string]int32{}, map[string]int32{}
+	for i := range n {
+		name := fmt.Sprintf("pod-%03d", i)
+		want[name] = 1
+		rec.Eventf(podRef(ns, name), nil, v1.EventTypeNormal, "Started", defaultAction, "Started")
+		wantCore["old-"+name] = 1
+		legacy.Eventf(podRef(ns, "old-"+name), v1.EventTypeNormal, "Pulled", "Pulled image")
+	}
+	cancel()
+	st := ad.(interface {
+		Stats() events.Stats
+		LegacyStats() events.Stats
+	})
+	eventually(t, "every event written after the adapter's context ended", func(context.Context) error {
+		s, l := st.Stats(), st.LegacyStats()
+		if written(s) != n || written(l) != n {
+			return fmt.Errorf("stats %+v, legacy stats %+v", s, l)
+		}
+		return nil
+	})
+	evs := waitV1(t, admin, ns, metav1.ListOptions{FieldSelector: "reportingController=example.com/adapter-ctx-it"}, countV1(want))
+	if len(evs) != n {
+		t.Errorf("%d events.k8s.io/v1 events, want %d", len(evs), n)
+	}
+	waitEvents(t, admin, ns, metav1.ListOptions{FieldSelector: "source=legacy-ctx-it"}, countEvents(wantCore))
 }
