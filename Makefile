@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all test vet unit integration bench fuzz demo apiserver
+.PHONY: all test vet unit integration bench fuzz demo demo-events apiserver
 
 all: test
 

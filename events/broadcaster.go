@@ -133,8 +133,22 @@ func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 }
 
 // stopRecording stops the sink's watch w, so that it flushes and stops;
-// recording may start again.
+// recording may start again. It first waits (a Flush, for
+// record.DefaultShutdownGracePeriod at most, less if Shutdown starts) until
+// what was recorded before has reached the sink: stopping the watch at once
+// would leave the events still in the broadcaster's queue to no sink, lost
+// without a count.
 func (b *broadcaster) stopRecording(w apiwatch.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), record.DefaultShutdownGracePeriod)
+	go func() {
+		select {
+		case <-b.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = b.rb.Flush(ctx)
+	cancel()
 	b.mu.Lock()
 	if b.recording == w {
 		b.recording, b.stopAfter = nil, nil

@@ -6,12 +6,22 @@
 # runs it: a local API server from internal/testenv, or the cluster of
 # $KUBECONFIG when that is set. DEMO_ARGS passes flags, for example
 # `make demo DEMO_ARGS=-duration=10s` (see `bin/herald-demo -h`).
+#
+# `make demo-events` runs the same program with -events: events.k8s.io/v1
+# through herald's events package (a few events, a series, Flush, Shutdown),
+# then `kubectl events` and the Stats.
 
 DEMO_BIN := $(CURDIR)/bin/herald-demo
 
-.PHONY: demo
+.PHONY: demo demo-events
 demo: apiserver
 	@echo "==> Building the demo (internal/demo, examples/controller)"
 	@mkdir -p $(dir $(DEMO_BIN))
 	@$(GO) build -o $(DEMO_BIN) ./internal/demo
 	@$(DEMO_BIN) $(DEMO_ARGS)
+
+demo-events: apiserver
+	@echo "==> Building the demo (internal/demo)"
+	@mkdir -p $(dir $(DEMO_BIN))
+	@$(GO) build -o $(DEMO_BIN) ./internal/demo
+	@$(DEMO_BIN) -events $(DEMO_ARGS)

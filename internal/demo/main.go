@@ -12,6 +12,11 @@
 // `kubectl get events` would list them, with their counts, followed by
 // herald's Stats. It exits 0 when no event was lost, and leaves no process
 // or file behind; on a real cluster it deletes its namespace unless -keep.
+//
+// With -events (what `make demo-events` runs) it shows events.k8s.io/v1
+// instead: herald's events package, the drop-in for client-go's
+// tools/events, records a few events and a series, flushes, shuts down, and
+// the demo prints `kubectl events` and the Stats (see runEvents).
 package main
 
 import (
@@ -56,6 +61,9 @@ type options struct {
 	kubeconfig string
 	// keep keeps the namespace on a real cluster.
 	keep bool
+	// events runs the events.k8s.io/v1 demo (herald's events package)
+	// instead of examples/controller.
+	events bool
 	// env, if set, is a running local server to use (tests).
 	env *testenv.Env
 }
@@ -66,6 +74,7 @@ func main() {
 	flag.DurationVar(&opts.resync, "resync", time.Second, "the controller's resync period (at least 1s)")
 	flag.IntVar(&opts.edits, "edits", 12, "how many times the burst ConfigMap gets a different bad mode")
 	flag.BoolVar(&opts.keep, "keep", false, "with $KUBECONFIG: keep the demo namespace")
+	flag.BoolVar(&opts.events, "events", false, "show events.k8s.io/v1 through herald's events package instead of examples/controller")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -98,7 +107,7 @@ func burstMode(i int) string { return fmt.Sprintf("try-%d", i) }
 func run(ctx context.Context, opts options, out io.Writer) (err error) {
 	progress := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
 
-	config, cleanup, err := cluster(ctx, opts, progress)
+	config, kubeconfig, cleanup, err := cluster(ctx, opts, progress)
 	if err != nil {
 		return err
 	}
@@ -107,6 +116,9 @@ func run(ctx context.Context, opts options, out io.Writer) (err error) {
 			err = cerr
 		}
 	}()
+	if opts.events {
+		return runEvents(ctx, opts, config, kubeconfig, out, progress)
+	}
 	// Two clients, so that the demo's polling never delays the
 	// controller's requests: each has its own client-side rate limiter, at
 	// 50 requests per second like kubectl, not rest.Config's default of 5.
@@ -193,32 +205,33 @@ func run(ctx context.Context, opts options, out io.Writer) (err error) {
 	return printStats(out, res.stats, events.Items)
 }
 
-// cluster returns the configuration of the cluster to use and a function
-// that releases it.
-func cluster(ctx context.Context, opts options, progress func(string, ...any)) (*rest.Config, func() error, error) {
+// cluster returns the configuration of the cluster to use, its kubeconfig
+// (a list of files like $KUBECONFIG, for kubectl) and a function that
+// releases it.
+func cluster(ctx context.Context, opts options, progress func(string, ...any)) (*rest.Config, string, func() error, error) {
 	switch {
 	case opts.env != nil:
-		return opts.env.Admin, func() error { return nil }, nil
+		return opts.env.Admin, opts.env.Kubeconfig, func() error { return nil }, nil
 	case opts.kubeconfig != "":
 		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(opts.kubeconfig)}
 		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 		config, err := cc.ClientConfig()
 		if err != nil {
-			return nil, nil, fmt.Errorf("loading $KUBECONFIG: %w", err)
+			return nil, "", nil, fmt.Errorf("loading $KUBECONFIG: %w", err)
 		}
 		progress("Using the cluster of $KUBECONFIG (%s)", config.Host)
-		return config, func() error { return nil }, nil
+		return config, opts.kubeconfig, func() error { return nil }, nil
 	}
 	bin, err := testenv.BinaryPath()
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	progress("Starting a local kube-apiserver (%s); set KUBECONFIG to use your cluster instead", bin)
 	env, err := testenv.Start(ctx, testenv.Options{Logf: func(format string, args ...any) { progress(format, args...) }})
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return env.Admin, func() error {
+	return env.Admin, env.Kubeconfig, func() error {
 		if err := env.Stop(); err != nil {
 			return err
 		}
