@@ -26,8 +26,8 @@ import (
 
 // emission is one AnnotatedEventf call.
 type emission struct {
-	regarding, related      runtime.Object
-	ann                     map[string]string
+	regarding, related        runtime.Object
+	ann                       map[string]string
 	typ, reason, action, note string
 }
 

@@ -122,7 +122,7 @@ func TestRecorderRelatedKept(t *testing.T) {
 }
 
 func TestRecorderCutsLongFields(t *testing.T) {
-	note := strings.Repeat("é", 700) // 1400 bytes, 2 bytes a rune
+	note := strings.Repeat("é", 700)                                                                           // 1400 bytes, 2 bytes a rune
 	ctl := strings.Repeat("a", 60) + "." + strings.Repeat("b", 60) + ".example.com/" + strings.Repeat("c", 63) // instance > 128 bytes
 	var long string
 	evs, st, _ := recordWith(t, ctl, func(r events.EventRecorderLogger) {
