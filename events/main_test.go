@@ -110,6 +110,7 @@ type memSink struct {
 	events  map[string]*eventsv1.Event // ns/name
 	creates int
 	patches int
+	data    []string // the patches' bodies
 	// beforePatch, if set, runs before each patch, under no lock.
 	beforePatch func(s *memSink, ev *eventsv1.Event)
 	// block, if set, makes every call wait for ctx.
@@ -151,6 +152,7 @@ func (s *memSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.patches++
+	s.data = append(s.data, string(data))
 	k := ev.Namespace + "/" + ev.Name
 	cur, ok := s.events[k]
 	if !ok {
