@@ -17,10 +17,10 @@ func TestFakeRecorderMatchesClientGo(t *testing.T) {
 	untyped := pod("ns", "q")
 	onlyVersion := &v1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1"}}
 	type call struct {
-		regarding, related         runtime.Object
-		ann                        map[string]string
+		regarding, related        runtime.Object
+		ann                       map[string]string
 		typ, reason, action, note string
-		args                       []any
+		args                      []any
 	}
 	calls := []call{
 		{typed, nil, nil, "Normal", "Started", "Start", "started %s", []any{"x"}},
