@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	cgevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -79,10 +80,13 @@ func WithSeriesInterval(d time.Duration) Option {
 }
 
 // isNilSink reports whether s is a nil pointer (or map, func, chan)
-// in an interface, or herald's sink without a client.
+// in an interface, or herald's or client-go's sink without a client.
 func isNilSink(s EventSink) bool {
-	if x, ok := s.(*EventSinkImpl); ok && x != nil && x.Interface == nil {
-		return true
+	switch x := s.(type) {
+	case *EventSinkImpl:
+		return x == nil || x.Interface == nil
+	case *cgevents.EventSinkImpl:
+		return x == nil || x.Interface == nil
 	}
 	v := reflect.ValueOf(s)
 	switch v.Kind() {
