@@ -1,0 +1,62 @@
+package events_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	cgevents "k8s.io/client-go/tools/events"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+)
+
+// record.WithMessageLimit(-1) keeps core/v1 messages whole; an
+// events.k8s.io/v1 note must still fit the server's 1024 bytes.
+func TestNoteLimitWithUnlimitedMessages(t *testing.T) {
+	for _, limit := range []int{-1, 4096, 10} {
+		s := newMemSink()
+		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithMessageLimit(limit))
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "%s", strings.Repeat("x", 3000))
+		b.Shutdown()
+		evs := s.all()
+		want := min(limit, events.MaxNoteLength)
+		if limit < 0 {
+			want = events.MaxNoteLength
+		}
+		if len(evs) != 1 || len(evs[0].Note) != want {
+			t.Errorf("WithMessageLimit(%d): %d events, note %d bytes, want %d", limit, len(evs), len(evs[0].Note), want)
+		}
+	}
+}
+
+// client-go's EventSinkImpl without a client is refused like herald's.
+func TestClientGoSinkWithoutClient(t *testing.T) {
+	b := events.NewBroadcaster(&cgevents.EventSinkImpl{})
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err == nil {
+		t.Fatal("no error for a client-go EventSinkImpl without a client")
+	}
+}
+
+// When the adapter's context ends, it shuts down; the goroutine of the
+// deprecated StartRecordingToSink ends with it, even with a stopCh that
+// never closes.
+func TestAdapterStartRecordingEndsWithContext(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	a := events.NewEventBroadcasterAdapterWithContext(ctx, cs)
+	a.StartRecordingToSink(nil)
+	a.NewRecorder("ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	cancel()
+	waitFor(t, func() bool { return goleak.Find(base) == nil }, "the adapter's goroutines to end")
+}
