@@ -12,11 +12,13 @@ include hack/*.mk
 ## against the real kube-apiserver, which `apiserver` builds first).
 test: vet apiserver
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd controllerruntime && $(GO) test -race -count=1 -timeout 20m ./...
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd controllerruntime && $(GO) vet ./...
 
 ## unit: tests that need no API server.
 unit:

@@ -101,10 +101,12 @@ func (r *recorder) noteLimit() int {
 // counted and logged, rather than by the server; fields longer than the
 // server accepts are cut.
 func (r *recorder) emit(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args []interface{}) {
-	ref, ann, ok := r.core.Begin(r.logger, r.scheme, regarding, annotations, eventtype, reason)
+	ev := &v1.Event{}
+	ann, ok := r.core.Begin(r.logger, r.scheme, regarding, annotations, eventtype, reason, &ev.InvolvedObject)
 	if !ok {
 		return
 	}
+	ref := &ev.InvolvedObject
 	switch {
 	case r.badCtl != "":
 		r.core.DropInvalid(r.logger, nil, "Invalid reportingController, will not report event", func() []any {
@@ -119,34 +121,27 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 		})
 		return
 	}
-	var rel *v1.ObjectReference
 	if related != nil {
 		var err error
-		if rel, err = r.core.Reference(r.scheme, related); err != nil {
+		if ev.Related, err = r.core.Reference(r.scheme, related); err != nil {
 			// As client-go: the event is still reported, without related.
 			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
 				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength), "err", err)
 		}
 	}
-	now := r.core.Now()
-	namespace := ref.Namespace
-	if namespace == "" {
-		namespace = metav1.NamespaceDefault
+	ev.Namespace = ref.Namespace
+	if ev.Namespace == "" {
+		ev.Namespace = metav1.NamespaceDefault
 	}
-	r.core.Enqueue(r.logger, &v1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        eventname.New(ref.Name, now),
-			Namespace:   namespace,
-			Annotations: ann,
-		},
-		EventTime:           metav1.NewMicroTime(now),
-		InvolvedObject:      *ref,
-		Related:             rel,
-		Reason:              eventname.Truncate(reason, MaxReasonLength),
-		Action:              eventname.Truncate(action, MaxActionLength),
-		Message:             eventname.Truncate(fmt.Sprintf(note, args...), r.noteLimit()),
-		Type:                eventtype,
-		ReportingController: r.controller,
-		ReportingInstance:   r.instance,
-	})
+	// The name is made by the broadcaster's loop, off the caller's path,
+	// from the object's name and EventTime.
+	ev.Annotations = ann
+	ev.EventTime = metav1.NewMicroTime(r.core.Now())
+	ev.Reason = eventname.Truncate(reason, MaxReasonLength)
+	ev.Action = eventname.Truncate(action, MaxActionLength)
+	ev.Message = eventname.Truncate(fmt.Sprintf(note, args...), r.noteLimit())
+	ev.Type = eventtype
+	ev.ReportingController = r.controller
+	ev.ReportingInstance = r.instance
+	r.core.Enqueue(r.logger, ev)
 }

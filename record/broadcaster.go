@@ -129,7 +129,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	eb := &broadcaster{
 		cfg:          cfg,
 		logger:       logger,
-		b:            watch.NewLongQueueBroadcaster(cfg.queueLength, watch.DropIfChannelFull),
+		b:            watch.NewPreparingBroadcaster(cfg.queueLength, watch.DropIfChannelFull, nameEvent),
 		shutdownDone: make(chan struct{}),
 		drops:        ratelog.New(numSlots),
 	}

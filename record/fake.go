@@ -16,14 +16,26 @@ import (
 //
 //	"<type> <reason> <message>[ involvedObject{kind=K,apiVersion=G/V}][ map[annotations]]"
 //
-// It is safe for concurrent use. The zero value counts every event as
-// overflow; use NewFakeRecorder. For structured assertions see package
-// record/recordtest.
+// It is safe for concurrent use and, as client-go's, may be copied by value
+// (copies share the overflow count). The zero value counts every event as
+// overflow, in a count shared by all zero-value recorders; use
+// NewFakeRecorder. For structured assertions see package record/recordtest.
 type FakeRecorder struct {
 	Events        chan string
 	IncludeObject bool
 
-	overflow atomic.Int64
+	overflow *atomic.Int64 // nil in a zero FakeRecorder: zeroOverflow
+}
+
+// zeroOverflow is the overflow count of zero-value FakeRecorders, which
+// have no count of their own.
+var zeroOverflow atomic.Int64
+
+func (f *FakeRecorder) counter() *atomic.Int64 {
+	if f.overflow == nil {
+		return &zeroOverflow
+	}
+	return f.overflow
 }
 
 var _ EventRecorderLogger = (*FakeRecorder)(nil)
@@ -31,11 +43,11 @@ var _ EventRecorderLogger = (*FakeRecorder)(nil)
 // NewFakeRecorder returns a FakeRecorder whose Events channel holds
 // bufferSize events.
 func NewFakeRecorder(bufferSize int) *FakeRecorder {
-	return &FakeRecorder{Events: make(chan string, bufferSize)}
+	return &FakeRecorder{Events: make(chan string, max(bufferSize, 0)), overflow: new(atomic.Int64)}
 }
 
 // Overflow returns how many events did not fit in Events.
-func (f *FakeRecorder) Overflow() int64 { return f.overflow.Load() }
+func (f *FakeRecorder) Overflow() int64 { return f.counter().Load() }
 
 // Event implements EventRecorder.
 func (f *FakeRecorder) Event(object runtime.Object, eventtype, reason, message string) {
@@ -71,6 +83,6 @@ func (f *FakeRecorder) write(object runtime.Object, annotations map[string]strin
 	select {
 	case f.Events <- s:
 	default:
-		f.overflow.Add(1)
+		f.counter().Add(1)
 	}
 }

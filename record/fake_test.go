@@ -45,11 +45,28 @@ func TestFakeRecorderNeverBlocks(t *testing.T) {
 		t.Fatalf("overflow %d", f.Overflow())
 	}
 	var zero record.FakeRecorder
+	before := zero.Overflow()
 	zero.Event(nil, v1.EventTypeNormal, "C", "nil channel")
-	if zero.Overflow() != 1 {
+	if zero.Overflow() != before+1 {
 		t.Fatal("zero-value FakeRecorder lost an event silently")
 	}
 	if f.WithLogger(klog.Background()) != clientrecord.EventRecorderLogger(f) {
 		t.Fatal("WithLogger did not return the recorder itself")
+	}
+}
+
+// TestFakeRecorderCopiedByValue: as client-go's, a FakeRecorder can be
+// copied (go vet reports no copied lock); the copy shares the channel and
+// the overflow count.
+func TestFakeRecorderCopiedByValue(t *testing.T) {
+	f := record.NewFakeRecorder(1)
+	c := *f
+	c.Event(nil, v1.EventTypeNormal, "A", "fits")
+	c.Event(nil, v1.EventTypeNormal, "B", "overflows")
+	if got := <-f.Events; got != "Normal A fits" {
+		t.Fatalf("got %q", got)
+	}
+	if f.Overflow() != 1 || c.Overflow() != 1 {
+		t.Fatalf("overflow %d and %d", f.Overflow(), c.Overflow())
 	}
 }

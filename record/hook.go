@@ -20,7 +20,7 @@ func init() {
 	hook.WithKeyInterval = func(d time.Duration) any {
 		return BroadcasterOption(func(c *config) {
 			if d >= 0 {
-				c.keyInterval = d
+				c.engine.KeyInterval = d
 			}
 		})
 	}
@@ -37,8 +37,8 @@ func init() {
 type hookCore struct{ eb *broadcaster }
 
 func (h hookCore) Begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
-	eventtype, reason string) (*v1.ObjectReference, map[string]string, bool) {
-	return h.eb.begin(logger, scheme, object, annotations, eventtype, reason)
+	eventtype, reason string, ref *v1.ObjectReference) (map[string]string, bool) {
+	return h.eb.begin(logger, scheme, object, annotations, eventtype, reason, ref)
 }
 
 func (h hookCore) Reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error) {

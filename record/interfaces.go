@@ -28,12 +28,14 @@ type CorrelatorOptions = correlator.CorrelatorOptions
 // Correlator names kept from client-go's tools/record, so code that spells
 // them record.X keeps compiling after the import path changes.
 type (
-	EventCorrelator            = correlator.EventCorrelator
-	EventCorrelateResult       = correlator.EventCorrelateResult
-	EventAggregatorKeyFunc     = correlator.EventAggregatorKeyFunc
-	EventAggregatorMessageFunc = correlator.EventAggregatorMessageFunc
-	EventSpamKeyFunc           = correlator.EventSpamKeyFunc
-	EventFilterFunc            = correlator.EventFilterFunc
+	EventCorrelator             = correlator.EventCorrelator
+	EventCorrelateResult        = correlator.EventCorrelateResult
+	EventAggregatorKeyFunc      = correlator.EventAggregatorKeyFunc
+	EventAggregatorMessageFunc  = correlator.EventAggregatorMessageFunc
+	EventSpamKeyFunc            = correlator.EventSpamKeyFunc
+	EventFilterFunc             = correlator.EventFilterFunc
+	EventAggregator             = correlator.EventAggregator
+	EventSourceObjectSpamFilter = correlator.EventSourceObjectSpamFilter
 )
 
 // Correlator functions kept from client-go's tools/record.
@@ -42,6 +44,8 @@ var (
 	NewEventCorrelatorWithOptions      = correlator.NewEventCorrelatorWithOptions
 	EventAggregatorByReasonFunc        = correlator.EventAggregatorByReasonFunc
 	EventAggregatorByReasonMessageFunc = correlator.EventAggregatorByReasonMessageFunc
+	NewEventAggregator                 = correlator.NewEventAggregator
+	NewEventSourceObjectSpamFilter     = correlator.NewEventSourceObjectSpamFilter
 )
 
 // EventRecorder knows how to record events on behalf of an EventSource.

@@ -66,8 +66,6 @@ type config struct {
 	// newCorrelator, set through the hook by the events package, makes the
 	// correlator of each sink instead of record's own.
 	newCorrelator hook.NewCorrelator
-	// keyInterval, set through the hook, is the engine's KeyInterval.
-	keyInterval time.Duration
 
 	// invalid lists the options that had an invalid value and were reset
 	// to their default; NewBroadcaster logs each once.

@@ -56,54 +56,80 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // to the message limit, on a UTF-8 boundary; the name is always a valid
 // DNS-1123 subdomain, unique in the process. The checks cost no allocation.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
+	r.generateFull(object, nil, annotations, eventtype, reason, "", message)
+}
+
+// generateFull is generate with the fields events.k8s.io/v1 adds, which
+// the API server keeps on a core/v1 event too: the related object and the
+// action (cut to 128 bytes). A related object without a reference is left
+// out, as client-go's events recorder does.
+func (r *recorder) generateFull(object, related runtime.Object, annotations map[string]string, eventtype, reason, action, message string) {
 	eb := r.eb
-	ref, annotations, ok := eb.begin(r.logger, r.scheme, object, annotations, eventtype, reason)
+	ev := &v1.Event{}
+	annotations, ok := eb.begin(r.logger, r.scheme, object, annotations, eventtype, reason, &ev.InvolvedObject)
 	if !ok {
 		return
 	}
+	if related != nil {
+		var err error
+		if ev.Related, err = eb.reference(r.scheme, related); err != nil {
+			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
+				"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", eventname.Truncate(reason, maxReasonLength), "err", err)
+		}
+	}
+	ev.Action = eventname.Truncate(action, maxReasonLength)
 	clk := r.clock
 	if clk == nil {
 		clk = eb.cfg.clock
 	}
-	now := clk.Now()
-	t := metav1.Time{Time: now}
-	namespace := ref.Namespace
-	if namespace == "" {
-		namespace = metav1.NamespaceDefault
+	t := metav1.Time{Time: clk.Now()}
+	ev.Namespace = ev.InvolvedObject.Namespace
+	if ev.Namespace == "" {
+		ev.Namespace = metav1.NamespaceDefault
 	}
-	source := boundSource(r.source)
-	eb.enqueue(r.logger, &v1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        eventname.New(ref.Name, now),
-			Namespace:   namespace,
-			Annotations: annotations,
-		},
-		InvolvedObject:      *ref,
-		Reason:              eventname.Truncate(reason, maxReasonLength),
-		Message:             eventname.Truncate(message, eb.cfg.messageLimit),
-		FirstTimestamp:      t,
-		LastTimestamp:       t,
-		Count:               1,
-		Type:                eventtype,
-		Source:              source,
-		ReportingController: source.Component,
-		ReportingInstance:   source.Host,
-	})
+	// The name is made by the broadcaster's loop, off the caller's path
+	// (see nameEvent).
+	ev.Annotations = annotations
+	ev.Reason = eventname.Truncate(reason, maxReasonLength)
+	ev.Message = eventname.Truncate(message, eb.cfg.messageLimit)
+	ev.FirstTimestamp, ev.LastTimestamp = t, t
+	ev.Count = 1
+	ev.Type = eventtype
+	ev.Source = boundSource(r.source)
+	ev.ReportingController = ev.Source.Component
+	ev.ReportingInstance = ev.Source.Host
+	eb.enqueue(r.logger, ev)
+}
+
+// nameEvent gives an event without a name its name, made from its
+// involved object's name and its time (EventTime, else FirstTimestamp) by
+// the process-wide stamp source, so that it is unique. The broadcaster's
+// loop calls it before offering the event to the watchers: the name is made
+// off the caller's path, and only when someone watches.
+func nameEvent(obj runtime.Object) {
+	ev, ok := obj.(*v1.Event)
+	if !ok || ev.Name != "" {
+		return
+	}
+	t := ev.EventTime.Time
+	if t.IsZero() {
+		t = ev.FirstTimestamp.Time
+	}
+	ev.Name = eventname.New(ev.InvolvedObject.Name, t)
 }
 
 // begin counts one recorded event and checks what every recorder checks
-// (see hook.Core.Begin). It returns the reference and the annotations to
-// store, or ok false when it dropped the event.
+// (see hook.Core.Begin), writing the reference to object into *ref. It
+// returns the annotations to store, or ok false when it dropped the event.
 func (eb *broadcaster) begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
-	eventtype, reason string) (ref *v1.ObjectReference, ann map[string]string, ok bool) {
+	eventtype, reason string, ref *v1.ObjectReference) (ann map[string]string, ok bool) {
 	eb.c.recorded.Add(1)
 	if eb.stopping.Load() {
 		eb.drop(logger, slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
 			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
-		return nil, nil, false
+		return nil, false
 	}
-	ref, err := eb.reference(scheme, object)
-	if err != nil {
+	if err := eb.referenceInto(ref, scheme, object); err != nil {
 		msg := "Could not construct reference, will not report event"
 		if _, bad := err.(*invalidRefError); bad {
 			msg = "Invalid involved object reference, will not report event"
@@ -112,37 +138,47 @@ func (eb *broadcaster) begin(logger klog.Logger, scheme *runtime.Scheme, object 
 			func() []any {
 				return []any{"objectType", fmt.Sprintf("%T", object), "eventType", eventtype, "reason", eventname.Truncate(reason, maxReasonLength)}
 			})
-		return nil, nil, false
+		return nil, false
 	}
 	if eventtype != v1.EventTypeNormal && eventtype != v1.EventTypeWarning {
 		eb.drop(logger, slotInvalid, nil, "Unsupported event type, will not report event",
 			func() []any {
 				return []any{"object", klog.KRef(ref.Namespace, ref.Name), "eventType", eventname.Truncate(eventtype, maxReasonLength), "reason", eventname.Truncate(reason, maxReasonLength)}
 			})
-		return nil, nil, false
+		return nil, false
 	}
 	if len(annotations) > 0 {
 		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
 			eb.drop(logger, slotInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
 				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
-			return nil, nil, false
+			return nil, false
 		}
 		annotations = maps.Clone(annotations)
 	}
-	return ref, annotations, true
+	return annotations, true
 }
 
 // reference returns the reference to object, or an error if there is none
 // or it cannot be written as it is (refProblem).
 func (eb *broadcaster) reference(scheme *runtime.Scheme, object runtime.Object) (*v1.ObjectReference, error) {
-	ref, err := eb.kinds.reference(scheme, object)
-	if err != nil {
+	ref := new(v1.ObjectReference)
+	if err := eb.referenceInto(ref, scheme, object); err != nil {
 		return nil, err
 	}
-	if problem := refProblem(ref); problem != "" {
-		return nil, &invalidRefError{problem: problem, namespace: ref.Namespace, name: ref.Name}
-	}
 	return ref, nil
+}
+
+// referenceInto is reference writing into *ref.
+func (eb *broadcaster) referenceInto(ref *v1.ObjectReference, scheme *runtime.Scheme, object runtime.Object) error {
+	if err := eb.kinds.referenceInto(ref, scheme, object); err != nil {
+		return err
+	}
+	if problem := refProblem(ref); problem != "" {
+		err := &invalidRefError{problem: problem, namespace: ref.Namespace, name: ref.Name}
+		*ref = v1.ObjectReference{}
+		return err
+	}
+	return nil
 }
 
 // invalidRefError is a reference that cannot be written as it is.

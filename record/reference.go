@@ -95,42 +95,60 @@ func (c *kindCache) len() (schemes, types int) {
 // would return for obj, faster for the common case (an object with
 // ObjectMeta), and without panicking on typed nil pointers. Unlike client-go,
 // an *ObjectReference argument is copied, not aliased.
-func (c *kindCache) reference(scheme *runtime.Scheme, obj runtime.Object) (r *v1.ObjectReference, err error) {
+func (c *kindCache) reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error) {
+	r := new(v1.ObjectReference)
+	if err := c.referenceInto(r, scheme, obj); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// referenceInto is reference writing into *dst, so that a recorder builds
+// the reference inside the event it allocates anyway. On error *dst is
+// left zero.
+func (c *kindCache) referenceInto(dst *v1.ObjectReference, scheme *runtime.Scheme, obj runtime.Object) (err error) {
 	if obj == nil {
-		return nil, errNilObject
+		return errNilObject
 	}
 	if rv := reflect.ValueOf(obj); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return nil, errNilObject
+		return errNilObject
 	}
 	defer func() {
 		// A broken runtime.Object (a nil embedded field, say) must not take
 		// down the controller.
 		if p := recover(); p != nil {
-			r, err = nil, fmt.Errorf("record: cannot build a reference to %T: %v", obj, p)
+			*dst = v1.ObjectReference{}
+			err = fmt.Errorf("record: cannot build a reference to %T: %v", obj, p)
 		}
 	}()
 	if in, ok := obj.(*v1.ObjectReference); ok {
-		out := *in
-		return &out, nil
+		*dst = *in
+		return nil
 	}
 	m, ok := obj.(metav1.Object)
 	if !ok {
-		return ref.GetReference(scheme, obj) // list-only metadata, or an error
+		r, err := ref.GetReference(scheme, obj) // list-only metadata, or an error
+		if err != nil {
+			return err
+		}
+		*dst = *r
+		return nil
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Empty() {
 		if gvk, err = c.lookup(scheme, obj); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return &v1.ObjectReference{
+	*dst = v1.ObjectReference{
 		Kind:            gvk.Kind,
 		APIVersion:      gvk.GroupVersion().String(),
 		Name:            m.GetName(),
 		Namespace:       m.GetNamespace(),
 		UID:             m.GetUID(),
 		ResourceVersion: m.GetResourceVersion(),
-	}, nil
+	}
+	return nil
 }
 
 func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {

@@ -55,7 +55,9 @@ func TestEngineChaos(t *testing.T) {
 				}
 				return nil
 			})
-			eng, err := sink.NewEngine(s, sink.Options{Workers: 4, QPS: -1, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, RequestTimeout: 20 * time.Millisecond})
+			// Odd seeds with a KeyInterval: keys wait for it, Flushes release them.
+			keyInterval := time.Duration(seed%2) * 2 * time.Millisecond
+			eng, err := sink.NewEngine(s, sink.Options{Workers: 4, QPS: -1, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, RequestTimeout: 20 * time.Millisecond, KeyInterval: keyInterval})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +83,9 @@ func TestEngineChaos(t *testing.T) {
 							_ = eng.Flush(fctx)
 							cancel()
 						case 1:
-							_ = eng.Stats()
+							if st := eng.Stats(); st.HeldBack < 0 || st.HeldBack > st.Pending {
+								t.Errorf("held back %d of %d pending", st.HeldBack, st.Pending)
+							}
 						default:
 							k := roll(40)
 							var patch []byte

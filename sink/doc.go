@@ -52,6 +52,13 @@
 // step while it is down. [Stats] shows the server state, the current rate,
 // the events held back and the age of the oldest pending event.
 //
+// Options.KeyInterval (off by default) spaces the writes of each key: a hot
+// series (one event repeated many times a second) is then written at most
+// once per interval, counted from when the key's previous write was sent,
+// its newest state carrying the repeats in between. Other keys are not
+// delayed, a retry after a server-wide failure is timed by the backoff
+// alone, and a Flush writes what it waits for at once.
+//
 // # Contract
 //
 // Add never blocks: when MaxPending writes are already waiting, a new one is

@@ -194,7 +194,6 @@ func (e *Engine) Wait() (done <-chan struct{}, forget func()) {
 func (e *Engine) barrier() *barrier {
 	b := &barrier{done: make(chan struct{})}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, en := range e.s.entries {
 		if en.busy != nil && !en.busy.abandoned {
 			en.busy.it.waiters = append(en.busy.it.waiters, b)
@@ -207,6 +206,13 @@ func (e *Engine) barrier() *barrier {
 	}
 	if b.remaining == 0 {
 		close(b.done)
+	}
+	// A Flush does not wait out the keys' intervals (Options.KeyInterval):
+	// what it waits for is written now.
+	released := b.remaining > 0 && e.s.releaseDelayed()
+	e.mu.Unlock()
+	if released {
+		e.poke()
 	}
 	return b
 }
@@ -321,8 +327,8 @@ func (e *Engine) Stop(ctx context.Context) int64 {
 		}
 		delete(e.s.entries, key)
 	}
-	e.s.ready = nil
-	e.s.pendingEvents, e.s.pendingWrites = 0, 0
+	e.s.ready, e.s.later = nil, nil
+	e.s.pendingEvents, e.s.pendingWrites, e.s.delayedEvents = 0, 0, 0
 	e.c.abandoned += abandoned
 	// What Stop counted, and the writes its cancel ended meanwhile.
 	return e.c.abandoned - before
@@ -351,7 +357,9 @@ func (e *Engine) Stats() Stats {
 	st.RateCuts = e.s.pace.cuts
 	st.WriteRate = e.s.pace.current(now)
 	if e.s.heldBack || e.s.health.down {
-		st.HeldBack = e.s.pendingEvents
+		// Not the keys waiting for their interval: neither the server nor
+		// the write budget holds them.
+		st.HeldBack = e.s.pendingEvents - e.s.delayedEvents
 	}
 	if t := e.s.oldest(); !t.IsZero() {
 		st.OldestPending = now.Sub(t)
@@ -361,7 +369,7 @@ func (e *Engine) Stats() Stats {
 
 // dispatch is the dispatcher goroutine: it hands the workers what the
 // scheduler allows, and sleeps until something changes or the scheduler's
-// next time comes.
+// next time comes (a token, a probe, the end of a key's interval).
 func (e *Engine) dispatch() {
 	defer close(e.disp)
 	for {
@@ -382,7 +390,11 @@ func (e *Engine) dispatch() {
 		var timer <-chan time.Time
 		var tm clock.Timer
 		if !at.IsZero() {
-			tm = e.opts.Clock.NewTimer(at.Sub(e.opts.Clock.Now()))
+			d := at.Sub(e.opts.Clock.Now())
+			if d <= 0 {
+				continue // the time came meanwhile (a fake clock may never fire a timer already due)
+			}
+			tm = e.opts.Clock.NewTimer(d)
 			timer = tm.C()
 		}
 		select {

@@ -15,3 +15,11 @@ func WaitersForTest(e *Engine) int {
 	}
 	return n
 }
+
+// EntriesForTest counts the keys e remembers: with writes waiting or under
+// way, or written within their KeyInterval.
+func EntriesForTest(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.s.entries)
+}

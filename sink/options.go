@@ -55,6 +55,27 @@ type Options struct {
 	// back within 2 s of its return. A negative MaxDelay means no wait at
 	// all (client-go's WithSleepDuration(0)).
 	BaseDelay, MaxDelay time.Duration
+	// KeyInterval is the shortest time between the starts of two writes
+	// of one key (one correlation key: one event series on the server).
+	// With it, a hot series (an event repeated many times a second) is not
+	// written once per round trip: the newest state waits, coalescing the
+	// repeats as usual (it carries their count), and is written once the
+	// interval since the key's previous write was sent has passed.
+	//
+	// The interval starts when a write is sent (dispatched to a worker),
+	// and applies only after a write the server answered about that key:
+	// stored, or dropped for good. A retry after a server-wide failure is
+	// timed by the backoff alone. Keys are independent: one key's interval
+	// never delays another's write. A key waiting for its interval counts
+	// in Stats' Pending and OldestPending but not in HeldBack, and a Flush
+	// (or Wait, or Barrier) does not wait out intervals: the keys it waits
+	// for are written at once. The engine remembers a key's last write for
+	// the interval only.
+	//
+	// Zero, the default, means no interval: a key's next write may start as
+	// soon as its previous one has finished. A negative value means the
+	// same.
+	KeyInterval time.Duration
 	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
 	RequestTimeout time.Duration
 	// Clock drives backoff, the token bucket and timeouts. Default: the real clock.
@@ -87,6 +108,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.BaseDelay = min(cmp.Or(o.BaseDelay, DefaultBaseDelay), o.MaxDelay)
 	}
 	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
+	o.KeyInterval = max(o.KeyInterval, 0) // negative: no interval, as zero
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

@@ -16,12 +16,19 @@ import (
 type sched struct {
 	maxTries   int
 	maxPending int
+	interval   time.Duration // Options.KeyInterval: between the starts of two writes of a key
 	base, max  time.Duration // backoff of the server-wide probe
 	rnd        *rand.Rand    // jitter
 
 	entries map[string]*entry
 	ready   entryHeap // entries with a write waiting and none under way, oldest first
 	seq     uint64    // tie-break of the ready order: first come, first served
+	// later holds the entries waiting for their key's interval (see
+	// Options.KeyInterval), soonest first: with writes queued, which are
+	// not ready yet, or with none, only to remember when the key was last
+	// written until the interval has passed. An entry is in at most one
+	// of ready and later, and in neither while its write is under way.
+	later laterHeap
 
 	health health
 	pace   pacer
@@ -36,6 +43,7 @@ type sched struct {
 	// What is waiting, in events (an item stands for item.n events).
 	pendingEvents int64 // in queues (ready or not)
 	pendingWrites int   // items in queues: what MaxPending bounds
+	delayedEvents int64 // in queues of entries in later: waiting for their key's interval
 	heldBack      bool  // the last next() found ready writes but was held by health or rate
 }
 
@@ -50,7 +58,9 @@ type entry struct {
 	probeFailed bool
 	order       int64 // position in the ready order: unix ns of its oldest waiting event
 	seq         uint64
-	idx         int // index in the ready heap, -1 when not in it
+	idx         int       // index in the ready heap, -1 when not in it
+	readyAt     time.Time // in later: when the key's interval has passed
+	lidx        int       // index in the later heap, -1 when not in it
 }
 
 // item is one write: the newest state of one event and what it stands for.
@@ -88,6 +98,7 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 	s := &sched{
 		maxTries:   o.MaxTries,
 		maxPending: o.MaxPending,
+		interval:   o.KeyInterval,
 		base:       o.BaseDelay,
 		max:        o.MaxDelay,
 		rnd:        rnd,
@@ -114,6 +125,9 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 			it.since = last.since
 			en.queue[len(en.queue)-1] = it
 			s.pendingEvents++
+			if en.lidx >= 0 {
+				s.delayedEvents++
+			}
 			return true
 		}
 	}
@@ -121,7 +135,7 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 		return false
 	}
 	if en == nil {
-		en = &entry{key: key, idx: -1}
+		en = &entry{key: key, idx: -1, lidx: -1}
 		s.entries[key] = en
 	}
 	// Another name (or none waiting): a write of its own, after the ones
@@ -129,7 +143,10 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 	en.queue = append(en.queue, it)
 	s.pendingEvents++
 	s.pendingWrites++
-	if en.busy == nil && en.idx < 0 {
+	switch {
+	case en.lidx >= 0:
+		s.delayedEvents++ // it waits for the key's interval
+	case en.busy == nil && en.idx < 0:
 		s.push(en, it.since.UnixNano())
 	}
 	return true
@@ -145,29 +162,36 @@ func (s *sched) push(en *entry, order int64) {
 // to ask again (zero: when something changes).
 func (s *sched) next(now time.Time) (*task, time.Time) {
 	s.heldBack = false
+	s.promote(now)
+	// The soonest end of a key's interval: ask again then, whatever else
+	// holds the ready writes.
+	var wake time.Time
+	if len(s.later) > 0 {
+		wake = s.later[0].readyAt
+	}
 	if len(s.ready) == 0 {
-		return nil, time.Time{}
+		return nil, wake
 	}
 	if s.inFlight >= s.window {
 		s.heldBack = true
-		return nil, time.Time{}
+		return nil, wake
 	}
 	probe := false
 	if s.health.down {
 		if s.health.probing {
 			s.heldBack = true
-			return nil, time.Time{}
+			return nil, wake
 		}
 		if now.Before(s.health.probeAt) {
 			s.heldBack = true
-			return nil, s.health.probeAt
+			return nil, earliest(s.health.probeAt, wake)
 		}
 		probe = true
 		s.health.probing = true
 		s.health.probes++
 	} else if wait := s.pace.take(now); wait > 0 {
 		s.heldBack = true
-		return nil, now.Add(wait)
+		return nil, earliest(now.Add(wait), wake)
 	}
 	en := heap.Pop(&s.ready).(*entry)
 	if probe && en.probeFailed && len(s.ready) > 0 {
@@ -187,6 +211,72 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	en.busy = t
 	s.inFlight++
 	return t, time.Time{}
+}
+
+// earliest returns the earlier of a and b, a zero time meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// promote ends the intervals that have passed by now: an entry with writes
+// queued becomes ready, ordered by its oldest waiting event as usual; one
+// with none is forgotten.
+func (s *sched) promote(now time.Time) {
+	for len(s.later) > 0 && !s.later[0].readyAt.After(now) {
+		en := heap.Pop(&s.later).(*entry)
+		s.delayedEvents -= queued(en)
+		if len(en.queue) > 0 {
+			s.push(en, en.queue[0].since.UnixNano())
+		} else if s.entries[en.key] == en {
+			delete(s.entries, en.key)
+		}
+	}
+}
+
+// releaseDelayed makes every entry that waits for its interval with writes
+// queued ready at once (a Flush does not wait out intervals). The entries
+// with none stay, to remember their key's last write. It reports whether
+// it released any.
+func (s *sched) releaseDelayed() bool {
+	released := false
+	kept := s.later[:0]
+	for _, en := range s.later {
+		if len(en.queue) == 0 {
+			en.lidx = len(kept)
+			kept = append(kept, en)
+			continue
+		}
+		s.delayedEvents -= queued(en)
+		en.lidx = -1
+		s.push(en, en.queue[0].since.UnixNano())
+		released = true
+	}
+	clear(s.later[len(kept):])
+	s.later = kept
+	heap.Init(&s.later)
+	return released
+}
+
+// queued returns the events waiting in en's queue.
+func queued(en *entry) int64 {
+	var n int64
+	for _, it := range en.queue {
+		n += it.n
+	}
+	return n
+}
+
+// flushing reports whether a Flush waits for one of en's queued writes.
+func flushing(en *entry) bool {
+	for _, it := range en.queue {
+		if len(it.waiters) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // finish records the outcome of t. For outServerFailed, retryAfter is the
@@ -237,6 +327,18 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 	case outAbandoned:
 		if t.probe {
 			s.health.probing = false
+		}
+	}
+	if (out == outWritten || out == outDropped) && s.interval > 0 && s.entries[en.key] == en {
+		// The server answered about this key: its next write waits until
+		// the interval since this one was sent has passed, unless a Flush
+		// waits for it. An entry with nothing queued stays until then, to
+		// remember when its key was written.
+		if at := t.sentAt.Add(s.interval); at.After(now) && !flushing(en) {
+			en.readyAt = at
+			heap.Push(&s.later, en)
+			s.delayedEvents += queued(en)
+			return exhausted, false
 		}
 	}
 	if len(en.queue) > 0 {
@@ -366,6 +468,31 @@ func (h *entryHeap) Pop() any {
 	en := old[n-1]
 	old[n-1] = nil
 	en.idx = -1
+	*h = old[:n-1]
+	return en
+}
+
+// laterHeap orders the entries waiting for their key's interval by when
+// it ends, soonest first.
+type laterHeap []*entry
+
+func (h laterHeap) Len() int           { return len(h) }
+func (h laterHeap) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
+func (h laterHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].lidx, h[j].lidx = i, j
+}
+func (h *laterHeap) Push(x any) {
+	en := x.(*entry)
+	en.lidx = len(*h)
+	*h = append(*h, en)
+}
+func (h *laterHeap) Pop() any {
+	old := *h
+	n := len(old)
+	en := old[n-1]
+	old[n-1] = nil
+	en.lidx = -1
 	*h = old[:n-1]
 	return en
 }

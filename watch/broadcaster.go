@@ -30,8 +30,9 @@ const (
 )
 
 // ErrShutdown is returned by every method of [Broadcaster] that would queue
-// something once [Broadcaster.Shutdown] has been called.
-var ErrShutdown = errors.New("watch: broadcaster is shut down")
+// something once [Broadcaster.Shutdown] has been called. Its text is
+// apimachinery's, so code matching the message keeps working.
+var ErrShutdown = errors.New("broadcaster already stopped")
 
 // incomingQueueLength is the incoming buffer of NewBroadcaster, as in
 // apimachinery.
@@ -66,6 +67,7 @@ type Broadcaster struct {
 
 	watchQueueLength int
 	behavior         FullChannelBehavior
+	prepare          func(runtime.Object) // run by the loop on each event before it is offered; may be nil
 
 	// watchers is owned by the loop goroutine, in registration order.
 	watchers []*Watcher
@@ -107,7 +109,25 @@ func NewLongQueueBroadcaster(queueLength int, behavior FullChannelBehavior) *Bro
 	return newBroadcaster(queueLength, queueLength, behavior)
 }
 
+// NewPreparingBroadcaster is NewLongQueueBroadcaster with a function the
+// loop goroutine calls on each event (not on marks) before offering it to
+// the watchers, when there are any: work that the producers need not wait
+// for, such as naming the event. prepare must not block, and must not call
+// the Broadcaster.
+func NewPreparingBroadcaster(queueLength int, behavior FullChannelBehavior, prepare func(runtime.Object)) *Broadcaster {
+	b := newBroadcasterNoLoop(queueLength, queueLength, behavior)
+	b.prepare = prepare
+	go b.loop()
+	return b
+}
+
 func newBroadcaster(incomingLength, watchQueueLength int, behavior FullChannelBehavior) *Broadcaster {
+	b := newBroadcasterNoLoop(incomingLength, watchQueueLength, behavior)
+	go b.loop()
+	return b
+}
+
+func newBroadcasterNoLoop(incomingLength, watchQueueLength int, behavior FullChannelBehavior) *Broadcaster {
 	if watchQueueLength < 0 {
 		panic(fmt.Sprintf("watch: negative queueLength %d", watchQueueLength))
 	}
@@ -118,7 +138,6 @@ func newBroadcaster(incomingLength, watchQueueLength int, behavior FullChannelBe
 		watchQueueLength: watchQueueLength,
 		behavior:         behavior,
 	}
-	go b.loop()
 	return b
 }
 
@@ -370,6 +389,9 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 		wait, abortA, abortB = true, markCtx.Done(), b.stopping
 	case b.behavior != DropIfChannelFull:
 		wait = true
+	}
+	if markCtx == nil && b.prepare != nil && len(b.watchers) > 0 {
+		b.prepare(ev.Object)
 	}
 	live := b.watchers[:0]
 	for _, w := range b.watchers {

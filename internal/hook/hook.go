@@ -49,11 +49,12 @@ type Core interface {
 	// Begin counts one recorded event and makes the checks every recorder
 	// makes: the broadcaster is not shut down, the object has a reference
 	// that can be written, the type is Normal or Warning, the annotations
-	// are valid. It returns the reference and the annotations to store (a
-	// copy), or ok false when it dropped the event (counted, and logged to
-	// logger at a bounded rate).
+	// are valid. It writes the reference into *ref (inside the event the
+	// recorder builds) and returns the annotations to store (a copy), or ok
+	// false when it dropped the event (counted, and logged to logger at a
+	// bounded rate).
 	Begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
-		eventtype, reason string) (ref *v1.ObjectReference, ann map[string]string, ok bool)
+		eventtype, reason string, ref *v1.ObjectReference) (ann map[string]string, ok bool)
 	// Reference returns the reference to obj, or an error if there is none
 	// or it cannot be written (see Begin).
 	Reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error)
@@ -61,7 +62,8 @@ type Core interface {
 	// invalid, and logs msg with kv at a bounded rate.
 	DropInvalid(logger klog.Logger, err error, msg string, kv func() []any)
 	// Enqueue queues ev, an event Begin accepted, for every watcher. A
-	// full queue or a shutdown is a counted drop.
+	// full queue or a shutdown is a counted drop. An event without a name
+	// is named by the broadcaster's loop before the watchers see it.
 	Enqueue(logger klog.Logger, ev *v1.Event)
 	// Now reads the broadcaster's clock.
 	Now() time.Time

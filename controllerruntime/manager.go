@@ -1,0 +1,214 @@
+package controllerruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	clientrecord "k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// Option configures the broadcasters behind the manager. The options are
+// record's (record.WithWriteLimit, record.WithMaxPending, ...), given to
+// both the core/v1 and the events.k8s.io/v1 broadcaster, and
+// events.WithSeriesInterval.
+type Option = record.BroadcasterOption
+
+// Defaults controller-runtime applies, which NewManager needs before
+// manager.New applies them.
+const (
+	defaultGracefulShutdownTimeout = 30 * time.Second
+	defaultRenewDeadline           = 10 * time.Second
+)
+
+// Manager is a controller-runtime manager whose event recorders are
+// herald's. It embeds the manager built by manager.New, so it is a
+// manager.Manager and passes everywhere one is expected.
+type Manager struct {
+	manager.Manager
+
+	core    record.EventBroadcaster
+	events  events.EventBroadcaster
+	grace   time.Duration // < 0: no limit
+	started sync.Once
+}
+
+var (
+	_ manager.Manager   = (*Manager)(nil)
+	_ recorder.Provider = (*Manager)(nil)
+)
+
+// NewManager is manager.New (ctrl.NewManager) with herald recording every
+// event the manager's recorders record. opts is used as manager.New uses
+// it, except:
+//
+//   - EventBroadcaster must be nil: herald provides the broadcasters.
+//   - With LeaderElection on and no LeaderElectionResourceLockInterface,
+//     NewManager builds the resource lock as controller-runtime would
+//     (leaderelection.NewResourceLock, with LeaderElectionConfig if set),
+//     with herald's recorder, so leader election's events go through
+//     herald too.
+//
+// herald writes with clients of its own made from cfg
+// (sink.NewForConfig and events.NewForConfig: their own rate limits and a
+// " herald-events" user agent).
+func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*Manager, error) {
+	if cfg == nil {
+		return nil, errors.New("heraldcr: NewManager: nil rest.Config")
+	}
+	if opts.EventBroadcaster != nil {
+		return nil, errors.New("heraldcr: NewManager: Options.EventBroadcaster is set; herald provides the broadcasters")
+	}
+	coreSink, err := sink.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("heraldcr: %w", err)
+	}
+	eventsSink, err := events.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("heraldcr: %w", err)
+	}
+	logger := opts.Logger
+	bopts := heraldOpts
+	if logger.GetSink() != nil {
+		bopts = append([]Option{record.WithLogger(logger.WithName("events"))}, heraldOpts...)
+	}
+	m := &Manager{
+		core:   record.NewBroadcaster(bopts...),
+		events: events.NewBroadcaster(eventsSink, bopts...),
+		grace:  defaultGracefulShutdownTimeout,
+	}
+	if opts.GracefulShutdownTimeout != nil {
+		m.grace = *opts.GracefulShutdownTimeout
+	}
+	fail := func(err error) (*Manager, error) {
+		m.core.Shutdown()
+		m.events.Shutdown()
+		return nil, err
+	}
+	if opts.LeaderElection && opts.LeaderElectionResourceLockInterface == nil {
+		leaderCfg := cfg
+		if opts.LeaderElectionConfig != nil {
+			leaderCfg = opts.LeaderElectionConfig
+		}
+		renew := defaultRenewDeadline
+		if opts.RenewDeadline != nil {
+			renew = *opts.RenewDeadline
+		}
+		lock, err := leaderelection.NewResourceLock(rest.CopyConfig(leaderCfg), m, leaderelection.Options{
+			LeaderElection:             true,
+			LeaderElectionResourceLock: opts.LeaderElectionResourceLock,
+			LeaderElectionID:           opts.LeaderElectionID,
+			LeaderElectionNamespace:    opts.LeaderElectionNamespace,
+			RenewDeadline:              renew,
+			LeaderLabels:               opts.LeaderElectionLabels,
+		})
+		if err != nil {
+			return fail(err)
+		}
+		opts.LeaderElectionResourceLockInterface = lock
+	}
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		return fail(err)
+	}
+	m.Manager = mgr
+	m.core.StartRecordingToSink(coreSink)
+	if err := m.events.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		return fail(err)
+	}
+	return m, nil
+}
+
+// GetEventRecorder returns a herald events.k8s.io/v1 recorder whose events
+// name reportingController name (a qualified name). Objects' kinds are
+// resolved with the manager's scheme.
+func (m *Manager) GetEventRecorder(name string) recorder.EventRecorder {
+	// herald's recorders also implement AnnotatedEventRecorder.
+	return m.events.NewRecorder(m.GetScheme(), name).(recorder.EventRecorder)
+}
+
+// GetEventRecorderFor returns a herald core/v1 recorder with source
+// component name.
+//
+// Deprecated: as controller-runtime's, it records through the old events
+// API; use GetEventRecorder.
+func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
+	return m.core.NewRecorder(m.GetScheme(), corev1.EventSource{Component: name})
+}
+
+// Start starts the manager (manager.Manager's Start) and, once it has
+// stopped, writes what herald still holds within what is left of the
+// manager's GracefulShutdownTimeout, counted from when ctx ended, then stops
+// herald's goroutines. Events recorded after that are dropped and counted
+// (Stats().Dropped.AfterShutdown). It returns the manager's error, or
+// else the shutdown's (events abandoned at the deadline, counted).
+func (m *Manager) Start(ctx context.Context) error {
+	var stoppedAt time.Time
+	var mu sync.Mutex
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		stoppedAt = time.Now()
+		mu.Unlock()
+	})
+	err := m.Manager.Start(ctx)
+	stop()
+	mu.Lock()
+	at := stoppedAt
+	mu.Unlock()
+	if at.IsZero() {
+		at = time.Now() // Start failed before ctx ended
+	}
+	sctx := context.Background()
+	if m.grace >= 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(sctx, at.Add(m.grace))
+		defer cancel()
+	}
+	serr := m.Shutdown(sctx)
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Flush waits until every event recorded so far, through either API, has
+// been written (or dropped, counted), or ctx ends.
+func (m *Manager) Flush(ctx context.Context) error {
+	return errors.Join(m.core.Flush(ctx), m.events.Flush(ctx))
+}
+
+// Shutdown writes what is pending until ctx ends and stops herald's
+// goroutines. Start calls it; call it yourself only if you never call
+// Start.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	var wg sync.WaitGroup
+	var coreErr, eventsErr error
+	wg.Go(func() { coreErr = m.core.ShutdownWithContext(ctx) })
+	wg.Go(func() { eventsErr = m.events.ShutdownWithContext(ctx) })
+	wg.Wait()
+	return errors.Join(coreErr, eventsErr)
+}
+
+// Stats returns the counters of the core/v1 broadcaster (GetEventRecorderFor
+// and leader election) and of the events.k8s.io/v1 one (GetEventRecorder).
+func (m *Manager) Stats() (core, eventsV1 record.Stats) {
+	return m.core.Stats(), m.events.Stats()
+}
+
+// Broadcasters returns herald's broadcasters behind the manager, for
+// watchers (StartEventWatcher, StartLogging) and metrics
+// (record/metrics.NewCollector takes either).
+func (m *Manager) Broadcasters() (core record.EventBroadcaster, eventsV1 events.EventBroadcaster) {
+	return m.core, m.events
+}
