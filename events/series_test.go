@@ -190,7 +190,7 @@ func TestSeriesCoalesced(t *testing.T) {
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
 	flushStepping(t, b, clk)
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
-	<-entered // the patch of count 2 is in flight
+	waitStepping(t, entered, clk) // the patch of count 2 is in flight
 	const more = 50
 	for i := 0; i < more; i++ {
 		r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
@@ -208,4 +208,63 @@ func TestSeriesCoalesced(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	checkIdentity(t, st)
+}
+
+// A repeat after FinishTime starts a new event even while the old series'
+// last count still waits to be written: both are stored, with exact counts.
+func TestSeriesNewEventWhileOldCountPending(t *testing.T) {
+	s := newMemSink()
+	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s.beforePatch = func(*memSink, *eventsv1.Event) {
+		select {
+		case entered <- struct{}{}:
+			<-gate
+		default:
+		}
+	}
+	b, clk := newClockBroadcaster(t, s, events.WithSeriesInterval(0))
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	p := pod("ns", "p")
+	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
+	flushStepping(t, b, clk)
+	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
+	<-entered // count 2 in flight
+	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
+	waitFor(t, func() bool { st := b.Stats(); return st.Queued == 0 && st.Pending == 1 }, "count 3 to wait")
+	clk.Step(events.FinishTime + time.Second)
+	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "new")
+	waitFor(t, func() bool { st := b.Stats(); return st.Queued == 0 && st.Pending == 2 }, "the new event to wait")
+	close(gate)
+	flushStepping(t, b, clk)
+	evs := s.all()
+	if len(evs) != 2 {
+		t.Fatalf("stored %d events", len(evs))
+	}
+	counts := map[string]int32{}
+	for _, e := range evs {
+		counts[e.Note] = count(e)
+	}
+	if counts["n"] != 3 || counts["new"] != 1 {
+		t.Errorf("counts %v", counts)
+	}
+	checkIdentity(t, b.Stats())
+}
+
+// waitStepping waits for ch, stepping the fake clock meanwhile (a write
+// may wait for the series interval).
+func waitStepping(t *testing.T, ch <-chan struct{}, clk *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-ch:
+			return
+		case <-time.After(time.Millisecond): // polling, not synchronising on time
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		clk.Step(100 * time.Millisecond)
+	}
 }
