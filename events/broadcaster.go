@@ -167,7 +167,7 @@ func (b *broadcaster) StartEventWatcher(handler func(event runtime.Object)) (fun
 	if handler == nil {
 		return nil, errors.New("events: nil event handler")
 	}
-	return b.watch(func(e *v1.Event) { handler(toEventsV1(e)) })
+	return b.watch(func(e *v1.Event) { handler(toEventsV1(e).DeepCopy()) })
 }
 
 func (b *broadcaster) watch(h func(*v1.Event)) (func(), error) {
