@@ -3,10 +3,13 @@ package events_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	cgevents "k8s.io/client-go/tools/events"
@@ -59,4 +62,46 @@ func TestAdapterStartRecordingEndsWithContext(t *testing.T) {
 	a.NewRecorder("ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	cancel()
 	waitFor(t, func() bool { return goleak.Find(base) == nil }, "the adapter's goroutines to end")
+}
+
+// A watcher's event is its own: mutating it changes neither the stored
+// event nor what other watchers see.
+func TestWatcherEventIsOwn(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	var mu sync.Mutex
+	for i := 0; i < 2; i++ {
+		stop, err := b.StartEventWatcher(func(o runtime.Object) {
+			e := o.(*eventsv1.Event)
+			mu.Lock()
+			seen = append(seen, e.Annotations["k"]+"/"+e.Related.Name)
+			mu.Unlock()
+			e.Annotations["k"] = "mutated"
+			e.Related.Name = "mutated"
+			e.Note = "mutated"
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl").(events.AnnotatedEventRecorder)
+	r.AnnotatedEventf(pod("ns", "p"), pod("ns", "rel"), map[string]string{"k": "v"}, v1.EventTypeNormal, "R", "A", "n")
+	flush(t, b)
+	evs := s.all()
+	if len(evs) != 1 || evs[0].Annotations["k"] != "v" || evs[0].Related.Name != "rel" || evs[0].Note != "n" {
+		t.Errorf("stored %+v", evs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, x := range seen {
+		if x != "v/rel" {
+			t.Errorf("a watcher saw %q", seen)
+		}
+	}
 }
