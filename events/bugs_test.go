@@ -105,3 +105,23 @@ func TestWatcherEventIsOwn(t *testing.T) {
 		}
 	}
 }
+
+// References passed as regarding or related are copied: the caller may
+// change them after Eventf.
+func TestReferencesCopied(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "p"}
+	rel := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "q"}
+	b.NewRecorder(scheme.Scheme, "ctl").Eventf(reg, rel, v1.EventTypeNormal, "R", "A", "n")
+	reg.Name, rel.Name = "changed", "changed"
+	flush(t, b)
+	evs := s.all()
+	if len(evs) != 1 || evs[0].Regarding.Name != "p" || evs[0].Related == nil || evs[0].Related.Name != "q" {
+		t.Errorf("stored %+v", evs)
+	}
+}
