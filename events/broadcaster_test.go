@@ -305,3 +305,42 @@ func TestConcurrentEventf(t *testing.T) {
 		t.Errorf("lost occurrences without a drop")
 	}
 }
+
+// Shutdown while 32 goroutines record: every event is written or counted.
+func TestShutdownDuringConcurrentEventf(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := b.StartLogging(klogDiscard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < 100; i++ {
+				r.Eventf(pod("ns", fmt.Sprint("p", i%7)), nil, v1.EventTypeNormal, "R", fmt.Sprint("A", g%3), "n")
+			}
+		}()
+	}
+	close(start)
+	b.Shutdown()
+	wg.Wait()
+	st := b.Stats()
+	checkIdentity(t, st)
+	var stored int64
+	for _, e := range s.all() {
+		stored += int64(count(e))
+	}
+	if stored != st.Created+st.Patched+st.Coalesced || st.Recorded != 3200 {
+		t.Errorf("stored occurrences %d; stats %+v", stored, st)
+	}
+}
