@@ -344,3 +344,29 @@ func TestShutdownDuringConcurrentEventf(t *testing.T) {
 		t.Errorf("stored occurrences %d; stats %+v", stored, st)
 	}
 }
+
+// Events recorded before the recording context ends are still written.
+func TestContextEndWritesWhatWasRecorded(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	for i := 0; i < 20; i++ {
+		r.Eventf(pod("ns", fmt.Sprint("p", i%5)), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	cancel()
+	waitFor(t, func() bool { return b.StartRecordingToSinkWithContext(context.Background()) == nil }, "recording to stop")
+	flush(t, b)
+	var stored int32
+	for _, e := range s.all() {
+		stored += count(e)
+	}
+	if stored != 20 {
+		t.Errorf("stored %d occurrences; stats %+v", stored, b.Stats())
+	}
+	checkIdentity(t, b.Stats())
+}
