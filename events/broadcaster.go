@@ -100,6 +100,14 @@ func isNilSink(s EventSink) bool {
 // StartRecordingToSinkWithContext: recording stops when stopCh closes (or at
 // Shutdown; a nil stopCh never closes).
 func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
+	if stopCh == nil {
+		// Nothing to wait for: recording stops at Shutdown (or when the
+		// broadcaster's own context ends), and no goroutine is left behind.
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+			b.logger.Error(err, "Failed to start recording to sink")
+		}
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		cancel()

@@ -125,3 +125,15 @@ func TestReferencesCopied(t *testing.T) {
 		t.Errorf("stored %+v", evs)
 	}
 }
+
+// A broadcaster shut down by its own context (record.WithContext) leaves no
+// goroutine of the deprecated StartRecordingToSink(nil) behind.
+func TestDeprecatedStartRecordingNilStopChEndsWithContext(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := events.NewBroadcaster(newMemSink(), record.WithContext(ctx))
+	b.StartRecordingToSink(nil)
+	b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	cancel()
+	waitFor(t, func() bool { return goleak.Find(base) == nil }, "the broadcaster's goroutines to end")
+}
