@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	cgevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -78,11 +79,14 @@ func WithSeriesInterval(d time.Duration) Option {
 	return hook.WithKeyInterval(d).(record.BroadcasterOption)
 }
 
-// isNilSink reports whether s is a nil value in an interface, or herald's
-// sink without a client.
+// isNilSink reports whether s is a nil pointer (or map, func, chan)
+// in an interface, or herald's or client-go's sink without a client.
 func isNilSink(s EventSink) bool {
-	if x, ok := s.(*EventSinkImpl); ok && x != nil && x.Interface == nil {
-		return true
+	switch x := s.(type) {
+	case *EventSinkImpl:
+		return x == nil || x.Interface == nil
+	case *cgevents.EventSinkImpl:
+		return x == nil || x.Interface == nil
 	}
 	return nilcheck.IsNil(s)
 }
@@ -91,6 +95,14 @@ func isNilSink(s EventSink) bool {
 // StartRecordingToSinkWithContext: recording stops when stopCh closes (or at
 // Shutdown; a nil stopCh never closes).
 func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
+	if stopCh == nil {
+		// Nothing to wait for: recording stops at Shutdown (or when the
+		// broadcaster's own context ends), and no goroutine is left behind.
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+			b.logger.Error(err, "Failed to start recording to sink")
+		}
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		cancel()
@@ -101,6 +113,7 @@ func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 		select {
 		case <-stopCh:
 		case <-b.done:
+		case <-b.core.ShutDown(): // shut down through record.WithContext's context
 		}
 		cancel()
 	}()
@@ -133,13 +146,12 @@ func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 }
 
 // stopRecording stops the sink's watch w, so that it flushes and stops;
-// recording may start again. It first waits (a Flush, for
-// record.DefaultShutdownGracePeriod at most, less if Shutdown starts) until
-// what was recorded before has reached the sink: stopping the watch at once
-// would leave the events still in the broadcaster's queue to no sink, lost
-// without a count.
+// recording may start again. It first lets the sink take every event
+// recorded before (they may still wait in the broadcaster's queue, and a
+// stopped watch is offered nothing more), for the shutdown grace period at
+// most or until Shutdown.
 func (b *broadcaster) stopRecording(w apiwatch.Interface) {
-	ctx, cancel := context.WithTimeout(context.Background(), record.DefaultShutdownGracePeriod)
+	ctx, cancel := context.WithTimeout(context.Background(), b.core.GracePeriod())
 	go func() {
 		select {
 		case <-b.done:
@@ -147,7 +159,7 @@ func (b *broadcaster) stopRecording(w apiwatch.Interface) {
 		case <-ctx.Done():
 		}
 	}()
-	_ = b.rb.Flush(ctx)
+	_ = b.rb.Flush(ctx) // what is left unwritten is flushed by the stop below, then abandoned
 	cancel()
 	b.mu.Lock()
 	if b.recording == w {
@@ -172,7 +184,7 @@ func (b *broadcaster) StartEventWatcher(handler func(event runtime.Object)) (fun
 	if handler == nil {
 		return nil, errors.New("events: nil event handler")
 	}
-	return b.watch(func(e *v1.Event) { handler(toEventsV1(e)) })
+	return b.watch(func(e *v1.Event) { handler(toEventsV1(e).DeepCopy()) })
 }
 
 func (b *broadcaster) watch(h func(*v1.Event)) (func(), error) {

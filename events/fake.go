@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,14 +17,39 @@ import (
 //
 // Unlike client-go's it never blocks a test: when Events is full the event
 // is counted in Overflow instead of blocking forever. It is safe for
-// concurrent use and may be copied (copies share the overflow count). A
+// concurrent use and may be copied (copies share the overflow count, also
+// for a FakeRecorder built as a struct literal with an Events channel). A
 // zero FakeRecorder, as client-go's, throws every event away. For
 // structured assertions see package events/eventstest.
 type FakeRecorder struct {
 	Events  chan string
 	Verbose bool
 
-	overflow *atomic.Int64 // nil in a zero FakeRecorder
+	overflow *atomic.Int64 // nil in a FakeRecorder not made by NewFakeRecorder
+}
+
+// literalOverflow counts the overflow of FakeRecorders built as struct
+// literals (with no counter of their own), by their Events channel, so that
+// copies share it. An entry is made at the first overflow only.
+var literalOverflow sync.Map // chan string -> *atomic.Int64
+
+// counter returns f's overflow counter; create makes one for a literal
+// FakeRecorder that has none yet.
+func (f *FakeRecorder) counter(create bool) *atomic.Int64 {
+	if f.overflow != nil {
+		return f.overflow
+	}
+	if f.Events == nil {
+		return nil
+	}
+	if v, ok := literalOverflow.Load(f.Events); ok {
+		return v.(*atomic.Int64)
+	}
+	if !create {
+		return nil
+	}
+	v, _ := literalOverflow.LoadOrStore(f.Events, new(atomic.Int64))
+	return v.(*atomic.Int64)
 }
 
 var (
@@ -39,10 +65,11 @@ func NewFakeRecorder(bufferSize int) *FakeRecorder {
 
 // Overflow returns how many events did not fit in Events.
 func (f *FakeRecorder) Overflow() int64 {
-	if f.overflow == nil {
+	c := f.counter(false)
+	if c == nil {
 		return 0
 	}
-	return f.overflow.Load()
+	return c.Load()
 }
 
 // Eventf implements EventRecorder.
@@ -75,9 +102,7 @@ func (f *FakeRecorder) write(regarding, related runtime.Object, annotations map[
 	select {
 	case f.Events <- s:
 	default:
-		if f.overflow != nil {
-			f.overflow.Add(1)
-		}
+		f.counter(true).Add(1)
 	}
 }
 

@@ -84,6 +84,16 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 	return &c
 }
 
+// noteLimit is the longest note kept: the broadcaster's message limit, at
+// most the server's MaxNoteLength (a negative limit, which keeps core/v1
+// messages whole, means MaxNoteLength here).
+func (r *recorder) noteLimit() int {
+	if l := r.core.MessageLimit(); l > 0 && l < MaxNoteLength {
+		return l
+	}
+	return MaxNoteLength
+}
+
 // emit builds the event and queues it. It never blocks. The checks are
 // client-go's (a reference for regarding, type Normal or Warning) and the
 // API server's (valid annotations, a reason, an action and a reporting
@@ -129,7 +139,7 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	ev.EventTime = metav1.NewMicroTime(r.core.Now())
 	ev.Reason = eventname.Truncate(reason, MaxReasonLength)
 	ev.Action = eventname.Truncate(action, MaxActionLength)
-	ev.Message = eventname.Truncate(fmt.Sprintf(note, args...), min(r.core.MessageLimit(), MaxNoteLength))
+	ev.Message = eventname.Truncate(fmt.Sprintf(note, args...), r.noteLimit())
 	ev.Type = eventtype
 	ev.ReportingController = r.controller
 	ev.ReportingInstance = r.instance

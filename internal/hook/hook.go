@@ -73,6 +73,11 @@ type Core interface {
 	Stopping() bool
 	// Logger is the broadcaster's logger.
 	Logger() klog.Logger
+	// ShutDown is closed once the broadcaster has shut down, whoever shut
+	// it down (a Shutdown call, or the end of record.WithContext's context).
+	ShutDown() <-chan struct{}
+	// GracePeriod is the broadcaster's shutdown grace period.
+	GracePeriod() time.Duration
 }
 
 var (

@@ -1,0 +1,212 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+)
+
+type flusher interface {
+	Flush(ctx context.Context) error
+	Stats() events.Stats
+	LegacyStats() events.Stats
+}
+
+func servesEventsV1(cs *fake.Clientset) {
+	cs.Resources = []*metav1.APIResourceList{{
+		GroupVersion: "events.k8s.io/v1",
+		APIResources: []metav1.APIResource{{Name: "events", Namespaced: true, Kind: "Event", Verbs: []string{"create", "patch", "list"}}},
+	}}
+}
+
+func newAdapter(t *testing.T, cs *fake.Clientset) events.EventBroadcasterAdapter {
+	t.Helper()
+	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
+		record.WithWriteLimit(-1, 0), record.WithSleepDuration(time.Millisecond), record.WithRetryBackoff(time.Millisecond))
+	t.Cleanup(a.Shutdown)
+	a.StartRecordingToSink(nil)
+	return a
+}
+
+func flushAdapter(t *testing.T, a events.EventBroadcasterAdapter) {
+	t.Helper()
+	f, ok := a.(flusher)
+	if !ok {
+		t.Fatalf("%T has no Flush", a)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v; stats %+v legacy %+v", err, f.Stats(), f.LegacyStats())
+	}
+}
+
+func coreEvents(t *testing.T, cs *fake.Clientset) []v1.Event {
+	t.Helper()
+	l, err := cs.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func TestAdapterEventsV1(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	a := newAdapter(t, cs)
+	r := a.NewRecorder("example.com/ctl")
+	for i := 0; i < 3; i++ {
+		r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	flushAdapter(t, a)
+	evs := listEvents(t, cs)
+	if len(evs) != 1 || evs[0].Series == nil || evs[0].Series.Count != 3 || evs[0].Action != "A" {
+		t.Fatalf("events.k8s.io/v1: %+v", evs)
+	}
+	if n := len(coreEvents(t, cs)); n != 0 {
+		t.Errorf("%d core/v1 events", n)
+	}
+}
+
+func TestAdapterCoreV1Fallback(t *testing.T) {
+	cs := fake.NewClientset() // discovery lists no events.k8s.io/v1
+	a := newAdapter(t, cs)
+	r := a.NewRecorder("example.com/ctl")
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	for i := 0; i < 4; i++ {
+		r.Eventf(pod("ns", "p"), node, v1.EventTypeWarning, "R", "Act", "note %d", i)
+	}
+	flushAdapter(t, a)
+	if n := len(listEvents(t, cs)); n != 0 {
+		t.Errorf("%d events.k8s.io/v1 events", n)
+	}
+	evs := coreEvents(t, cs)
+	if len(evs) != 1 {
+		t.Fatalf("core/v1: %d events", len(evs))
+	}
+	e := evs[0]
+	if e.Action != "Act" || e.Related == nil || e.Related.Name != "n1" || e.Series == nil || e.Series.Count != 4 ||
+		e.ReportingController != "example.com/ctl" || e.ReportingInstance == "" || e.Message != "note 0" || e.EventTime.IsZero() {
+		t.Errorf("core/v1 event %+v", e)
+	}
+}
+
+func TestAdapterTransientDiscoveryError(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	var calls atomic.Int32
+	cs.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if calls.Add(1) <= 3 {
+			return true, nil, apierrors.NewServiceUnavailable("discovery is busy")
+		}
+		return false, nil, nil
+	})
+	a := newAdapter(t, cs)
+	r := a.NewRecorder("example.com/ctl")
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flushAdapter(t, a)
+	if n := len(listEvents(t, cs)); n != 1 {
+		t.Errorf("%d events.k8s.io/v1 events after a transient error; stats %+v", n, a.(flusher).Stats())
+	}
+	if n := len(coreEvents(t, cs)); n != 0 {
+		t.Errorf("%d core/v1 events", n)
+	}
+	if calls.Load() < 4 {
+		t.Errorf("discovery called %d times", calls.Load())
+	}
+}
+
+func TestAdapterDiscoveryConnectionError(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	var calls atomic.Int32
+	cs.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if calls.Add(1) <= 2 {
+			return true, nil, errors.New("dial tcp 10.0.0.1:443: connect: connection refused")
+		}
+		return false, nil, nil
+	})
+	a := newAdapter(t, cs)
+	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flushAdapter(t, a)
+	if n := len(listEvents(t, cs)); n != 1 {
+		t.Errorf("%d events.k8s.io/v1 events", n)
+	}
+}
+
+func TestAdapterForbiddenDiscoveryChoosesCore(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	cs.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(metav1.SchemeGroupVersion.WithResource("x").GroupResource(), "", errors.New("no"))
+	})
+	a := newAdapter(t, cs)
+	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flushAdapter(t, a)
+	if n := len(coreEvents(t, cs)); n != 1 {
+		t.Errorf("%d core/v1 events", n)
+	}
+}
+
+func TestAdapterLegacyRecorder(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	a := newAdapter(t, cs)
+	lr := a.DeprecatedNewLegacyRecorder("legacy-ctl")
+	lr.Eventf(pod("ns", "p"), v1.EventTypeNormal, "Legacy", "legacy %d", 1)
+	flushAdapter(t, a)
+	evs := coreEvents(t, cs)
+	if len(evs) != 1 || evs[0].Reason != "Legacy" || evs[0].Message != "legacy 1" || evs[0].Source.Component != "legacy-ctl" {
+		t.Fatalf("core/v1: %+v", evs)
+	}
+	if n := len(listEvents(t, cs)); n != 0 {
+		t.Errorf("%d events.k8s.io/v1 events", n)
+	}
+}
+
+func TestAdapterShutdownFlushesBoth(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, record.WithWriteLimit(-1, 0))
+	a.StartRecordingToSink(nil)
+	r := a.NewRecorder("example.com/ctl")
+	lr := a.DeprecatedNewLegacyRecorder("legacy")
+	for i := 0; i < 10; i++ {
+		r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+		lr.Eventf(pod("ns", "p"), v1.EventTypeNormal, "Legacy", "legacy")
+	}
+	a.Shutdown()
+	evs := listEvents(t, cs)
+	if len(evs) != 1 || evs[0].Series == nil || evs[0].Series.Count != 10 {
+		t.Errorf("events.k8s.io/v1: %+v", evs)
+	}
+	core := coreEvents(t, cs)
+	if len(core) != 1 || core[0].Count != 10 {
+		t.Errorf("core/v1: %+v", core)
+	}
+	f := a.(flusher)
+	checkIdentity(t, f.Stats())
+	checkIdentity(t, f.LegacyStats())
+}
+
+func TestAdapterContextEndShutsDown(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := events.NewEventBroadcasterAdapterWithContext(ctx, cs)
+	a.StartRecordingToSink(nil)
+	cancel()
+	a.Shutdown()
+}

@@ -1,0 +1,372 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+)
+
+func TestStartRecordingTwiceAndAgain(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err == nil {
+		t.Fatal("second StartRecordingToSinkWithContext while recording: no error")
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	r.Eventf(pod("ns", "a"), nil, v1.EventTypeNormal, "R", "A", "one")
+	flush(t, b)
+	cancel()
+	// Recording stops asynchronously after ctx ends; starting again
+	// succeeds once it has.
+	waitFor(t, func() bool {
+		err := b.StartRecordingToSinkWithContext(context.Background())
+		return err == nil
+	}, "a new start after the context ended")
+	r.Eventf(pod("ns", "b"), nil, v1.EventTypeNormal, "R", "A", "two")
+	flush(t, b)
+	if n := len(s.all()); n != 2 {
+		t.Fatalf("stored %d events; stats %+v", n, b.Stats())
+	}
+	// One sink at a time: no event was written twice.
+	if s.creates != 2 || s.patches != 0 {
+		t.Errorf("creates %d patches %d", s.creates, s.patches)
+	}
+}
+
+func TestStartRecordingCancelledContext(t *testing.T) {
+	b := events.NewBroadcaster(newMemSink())
+	defer b.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.StartRecordingToSinkWithContext(ctx); err == nil {
+		t.Fatal("no error for a cancelled context")
+	}
+}
+
+func TestStartRecordingAfterShutdown(t *testing.T) {
+	b := events.NewBroadcaster(newMemSink())
+	b.Shutdown()
+	err := b.StartRecordingToSinkWithContext(context.Background())
+	if err == nil || err.Error() != "broadcaster already stopped" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := b.StartEventWatcher(func(runtime.Object) {}); err == nil {
+		t.Error("StartEventWatcher after Shutdown: no error")
+	}
+	if _, err := b.StartLogging(klogDiscard()); err == nil {
+		t.Error("StartLogging after Shutdown: no error")
+	}
+	b.Shutdown() // idempotent
+}
+
+func TestNilSink(t *testing.T) {
+	var nilImpl *events.EventSinkImpl
+	for _, s := range []events.EventSink{nil, nilImpl, &events.EventSinkImpl{}} {
+		b := events.NewBroadcaster(s)
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err == nil {
+			t.Errorf("%T %v: no error", s, s)
+		}
+		b.Shutdown()
+	}
+}
+
+func TestDeprecatedStartRecordingToSink(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	stopCh := make(chan struct{})
+	b.StartRecordingToSink(stopCh)
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	r.Eventf(pod("ns", "a"), nil, v1.EventTypeNormal, "R", "A", "one")
+	flush(t, b)
+	if len(s.all()) != 1 {
+		t.Fatalf("stored %d", len(s.all()))
+	}
+	close(stopCh)
+	waitFor(t, func() bool { return b.StartRecordingToSinkWithContext(context.Background()) == nil },
+		"recording to stop after stopCh closed")
+	b.Shutdown()
+	if err := goleak.Find(base); err != nil {
+		t.Fatal(err)
+	}
+
+	// A never-closed stopCh: Shutdown still ends the goroutine.
+	b = events.NewBroadcaster(newMemSink())
+	b.StartRecordingToSink(nil)
+	b.Shutdown()
+	if err := goleak.Find(base); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartEventWatcher(t *testing.T) {
+	b := events.NewBroadcaster(nil)
+	defer b.Shutdown()
+	var mu sync.Mutex
+	var got []*eventsv1.Event
+	stop, err := b.StartEventWatcher(func(o runtime.Object) {
+		e, ok := o.(*eventsv1.Event)
+		if !ok {
+			t.Errorf("handler got %T", o)
+			return
+		}
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.StartEventWatcher(nil); err == nil {
+		t.Error("nil handler: no error")
+	}
+	rl := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	r := rl.(events.AnnotatedEventRecorder)
+	node := &v1.Node{}
+	node.Name = "n"
+	r.AnnotatedEventf(pod("ns", "a"), node, map[string]string{"k": "v"}, v1.EventTypeWarning, "Reason", "Action", "note %d", 1)
+	flush(t, b)
+	mu.Lock()
+	if len(got) != 1 {
+		t.Fatalf("handler got %d events", len(got))
+	}
+	e := got[0]
+	mu.Unlock()
+	if e.Regarding.Name != "a" || e.Regarding.Kind != "Pod" || e.Related == nil || e.Related.Name != "n" ||
+		e.Type != v1.EventTypeWarning || e.Reason != "Reason" || e.Action != "Action" || e.Note != "note 1" ||
+		e.ReportingController != "example.com/ctl" || e.Annotations["k"] != "v" || e.Namespace != "ns" || e.EventTime.IsZero() {
+		t.Errorf("got %+v", e)
+	}
+	stop()
+	rl.Eventf(pod("ns", "a"), nil, v1.EventTypeWarning, "Reason", "Action", "after stop")
+	flush(t, b)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Errorf("handler called after stop: %d events", len(got))
+	}
+}
+
+func TestStartLogging(t *testing.T) {
+	logger, logs := bufferLogger(t)
+	b := events.NewBroadcaster(nil, record.WithLogger(logger))
+	defer b.Shutdown()
+	stop, err := b.StartLogging(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := b.StartStructuredLogging(0)
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	r.Eventf(pod("ns", "a"), nil, v1.EventTypeNormal, "Reason", "DoIt", "the note %s", "x")
+	flush(t, b)
+	out := logs()
+	if !strings.Contains(out, "Event occurred") || !strings.Contains(out, `action="DoIt"`) || !strings.Contains(out, `note="the note x"`) ||
+		!strings.Contains(out, `object="ns/a"`) || !strings.Contains(out, `reason="Reason"`) {
+		t.Errorf("log: %s", out)
+	}
+	stop()
+	stop2()
+	before := logs()
+	r.Eventf(pod("ns", "b"), nil, v1.EventTypeNormal, "Reason", "DoIt", "after")
+	flush(t, b)
+	if strings.Contains(strings.TrimPrefix(logs(), before), "Event occurred") {
+		t.Errorf("logged after stop: %s", logs())
+	}
+}
+
+// Shutdown writes every pending series count, exactly.
+func TestShutdownFlushesSeriesCounts(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	for i := 0; i < 1000; i++ {
+		r.Eventf(pod("ns", fmt.Sprint("p", i%50)), nil, v1.EventTypeWarning, "R", "A", "n")
+	}
+	b.Shutdown()
+	st := b.Stats()
+	checkIdentity(t, st)
+	evs := s.all()
+	if len(evs) != 50 {
+		t.Fatalf("stored %d events; stats %+v", len(evs), st)
+	}
+	for _, e := range evs {
+		if e.Series == nil || e.Series.Count != 20 {
+			t.Errorf("%s: series %+v", e.Regarding.Name, e.Series)
+		}
+	}
+	if st.Recorded != 1000 || st.Created != 50 || st.Created+st.Patched+st.Coalesced != 1000 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestShutdownWithContextHangingSink(t *testing.T) {
+	s := newMemSink()
+	s.block = true
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	for i := 0; i < 5; i++ {
+		r.Eventf(pod("ns", fmt.Sprint("p", i)), nil, v1.EventTypeWarning, "R", "A", "n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := b.ShutdownWithContext(ctx)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("ShutdownWithContext took %v", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "5") {
+		t.Errorf("err = %v", err)
+	}
+	st := b.Stats()
+	if st.Abandoned != 5 {
+		t.Errorf("stats %+v", st)
+	}
+	checkIdentity(t, st)
+	if err2 := b.ShutdownWithContext(context.Background()); fmt.Sprint(err2) != fmt.Sprint(err) {
+		t.Errorf("second call: %v, first %v", err2, err)
+	}
+}
+
+func TestEventfAfterShutdown(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s)
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	b.Shutdown()
+	r.Eventf(pod("ns", "a"), nil, v1.EventTypeNormal, "R", "A", "n")
+	st := b.Stats()
+	if st.Recorded != 1 || st.Dropped.AfterShutdown != 1 || len(s.all()) != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	checkIdentity(t, st)
+}
+
+func TestConcurrentEventf(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	var wg sync.WaitGroup
+	const G, N = 32, 50
+	for g := 0; g < G; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr := r.WithLogger(klogDiscard())
+			for i := 0; i < N; i++ {
+				rr.Eventf(pod("ns", fmt.Sprint("p", i%10)), nil, v1.EventTypeWarning, "R", fmt.Sprint("A", g%4), "g %d i %d", g, i)
+			}
+		}()
+	}
+	wg.Wait()
+	flush(t, b)
+	st := b.Stats()
+	checkIdentity(t, st)
+	var total int32
+	for _, e := range s.all() {
+		if e.Series == nil {
+			total++
+		} else {
+			total += e.Series.Count
+		}
+	}
+	if st.Recorded != G*N || int64(total)+st.Dropped.Total() != G*N {
+		t.Errorf("stored occurrences %d; stats %+v", total, st)
+	}
+	if st.Dropped.QueueFull == 0 && total != G*N {
+		t.Errorf("lost occurrences without a drop")
+	}
+}
+
+// Shutdown while 32 goroutines record: every event is written or counted.
+func TestShutdownDuringConcurrentEventf(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop, err := b.StartLogging(klogDiscard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < 100; i++ {
+				r.Eventf(pod("ns", fmt.Sprint("p", i%7)), nil, v1.EventTypeNormal, "R", fmt.Sprint("A", g%3), "n")
+			}
+		}()
+	}
+	close(start)
+	b.Shutdown()
+	wg.Wait()
+	st := b.Stats()
+	checkIdentity(t, st)
+	var stored int64
+	for _, e := range s.all() {
+		stored += int64(count(e))
+	}
+	if stored != st.Created+st.Patched+st.Coalesced || st.Recorded != 3200 {
+		t.Errorf("stored occurrences %d; stats %+v", stored, st)
+	}
+}
+
+// Events recorded before the recording context ends are still written.
+func TestContextEndWritesWhatWasRecorded(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	defer b.Shutdown()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl")
+	for i := 0; i < 20; i++ {
+		r.Eventf(pod("ns", fmt.Sprint("p", i%5)), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	cancel()
+	waitFor(t, func() bool { return b.StartRecordingToSinkWithContext(context.Background()) == nil }, "recording to stop")
+	flush(t, b)
+	var stored int32
+	for _, e := range s.all() {
+		stored += count(e)
+	}
+	if stored != 20 {
+		t.Errorf("stored %d occurrences; stats %+v", stored, b.Stats())
+	}
+	checkIdentity(t, b.Stats())
+}
