@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
@@ -136,4 +137,26 @@ func TestDeprecatedStartRecordingNilStopChEndsWithContext(t *testing.T) {
 	b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	cancel()
 	waitFor(t, func() bool { return goleak.Find(base) == nil }, "the broadcaster's goroutines to end")
+}
+
+// TestDeprecatedStartEndsWithContext: with record.WithContext, the end of
+// that context shuts the broadcaster down, and the goroutine of a
+// deprecated StartRecordingToSink whose stop channel never closes ends too.
+func TestDeprecatedStartEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: fake.NewClientset().EventsV1()}, record.WithContext(ctx))
+	b.StartRecordingToSink(make(chan struct{}))
+	cancel()
+	// Wait for the shutdown the context started (without calling
+	// Shutdown, which would end the goroutine by itself).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := b.StartEventWatcher(func(runtime.Object) {}); err != nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("the broadcaster did not shut down when its context ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	goleak.VerifyNone(t)
 }
