@@ -65,8 +65,11 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 // out, as client-go's events recorder does.
 func (r *recorder) generateFull(object, related runtime.Object, annotations map[string]string, eventtype, reason, action, message string) {
 	eb := r.eb
+	if !eb.admit(r.logger, object, reason) {
+		return // nothing allocated on the drop path
+	}
 	ev := &v1.Event{}
-	annotations, ok := eb.begin(r.logger, r.scheme, object, annotations, eventtype, reason, &ev.InvolvedObject)
+	annotations, ok := eb.check(r.logger, r.scheme, object, annotations, eventtype, reason, &ev.InvolvedObject)
 	if !ok {
 		return
 	}
@@ -123,12 +126,27 @@ func nameEvent(obj runtime.Object) {
 // returns the annotations to store, or ok false when it dropped the event.
 func (eb *broadcaster) begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
 	eventtype, reason string, ref *v1.ObjectReference) (ann map[string]string, ok bool) {
+	if !eb.admit(logger, object, reason) {
+		return nil, false
+	}
+	return eb.check(logger, scheme, object, annotations, eventtype, reason, ref)
+}
+
+// admit counts one recorded event and drops it if the broadcaster is shut
+// down. It allocates nothing.
+func (eb *broadcaster) admit(logger klog.Logger, object runtime.Object, reason string) bool {
 	eb.c.recorded.Add(1)
 	if eb.stopping.Load() {
 		eb.drop(logger, slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
 			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
-		return nil, false
+		return false
 	}
+	return true
+}
+
+// check is begin after admit.
+func (eb *broadcaster) check(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
+	eventtype, reason string, ref *v1.ObjectReference) (ann map[string]string, ok bool) {
 	if err := eb.referenceInto(ref, scheme, object); err != nil {
 		msg := "Could not construct reference, will not report event"
 		if _, bad := err.(*invalidRefError); bad {
