@@ -163,7 +163,16 @@ func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
 // herald's goroutines. Events recorded after that are dropped and counted
 // (Stats().Dropped.AfterShutdown). It returns the manager's error, or
 // else the shutdown's (events abandoned at the deadline, counted).
+//
+// Only the first call flushes and stops herald: controller-runtime refuses
+// a second Start ("manager already started") while the first one runs, and
+// that refusal must not stop herald under the running manager.
 func (m *Manager) Start(ctx context.Context) error {
+	first := false
+	m.started.Do(func() { first = true })
+	if !first {
+		return m.Manager.Start(ctx)
+	}
 	var stoppedAt time.Time
 	var mu sync.Mutex
 	stop := context.AfterFunc(ctx, func() {

@@ -493,3 +493,48 @@ func TestNewManagerRefuses(t *testing.T) {
 		t.Error("NewManager with LeaderElection and no LeaderElectionID returned no error")
 	}
 }
+
+// TestSecondStartLeavesHeraldRunning: controller-runtime refuses a second
+// Start ("manager already started"); that refusal must not shut herald down
+// under the manager that is running.
+func TestSecondStartLeavesHeraldRunning(t *testing.T) {
+	ns := env.CreateNamespace(t, "cr-second-start")
+	cs := adminClient(t)
+	mgr := newManager(t, baseOptions())
+	running := make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		close(running)
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	stop := startManager(t, mgr)
+	select {
+	case <-running:
+	case <-time.After(pollTimeout):
+		t.Fatal("manager never ran its runnable")
+	}
+	if err := mgr.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "already started") {
+		t.Fatalf("second Start: %v, want controller-runtime's refusal", err)
+	}
+	rec := mgr.GetEventRecorder(controllerName)
+	rec.Eventf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after-second-start"}},
+		nil, corev1.EventTypeNormal, "Observed", "Reconcile", "still recording")
+	flush(t, mgr)
+	_, s := mgr.Stats()
+	checkNoDrops(t, "events.k8s.io/v1", s)
+	if s.Created != 1 {
+		t.Errorf("created %d, want 1: %+v", s.Created, s)
+	}
+	if err, _ := stop(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	evs, err := listV1(context.Background(), cs, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Errorf("%d events stored, want 1", len(evs))
+	}
+}
