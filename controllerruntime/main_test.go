@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/heraldk8s/herald/internal/testenv"
 )
@@ -16,6 +18,10 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
+	// controller-runtime's logs go to klog, as herald's do. Without a
+	// logger, controller-runtime prints a stack trace ("log.SetLogger(...)
+	// was never called") once the process is 30 s old.
+	ctrllog.SetLogger(klog.Background())
 	// testenv.Main starts the server, runs the tests, stops the server and
 	// then checks for leaked goroutines with goleak.
 	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
