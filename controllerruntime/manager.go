@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clientrecord "k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
@@ -40,7 +42,8 @@ type Manager struct {
 
 	core    record.EventBroadcaster
 	events  events.EventBroadcaster
-	grace   time.Duration // < 0: no limit
+	scheme  *runtime.Scheme // the manager's, known before manager.New returns
+	grace   time.Duration   // < 0: no limit
 	started sync.Once
 }
 
@@ -78,6 +81,12 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("heraldcr: %w", err)
 	}
+	// As cluster.New defaults it. Known here because leader election's
+	// resource lock asks for its recorder (GetEventRecorderFor) before
+	// manager.New has returned, when m.Manager is still nil.
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
 	logger := opts.Logger
 	bopts := heraldOpts
 	if logger.GetSink() != nil {
@@ -86,6 +95,7 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 	m := &Manager{
 		core:   record.NewBroadcaster(bopts...),
 		events: events.NewBroadcaster(eventsSink, bopts...),
+		scheme: opts.Scheme,
 		grace:  defaultGracefulShutdownTimeout,
 	}
 	if opts.GracefulShutdownTimeout != nil {
@@ -135,7 +145,7 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 // resolved with the manager's scheme.
 func (m *Manager) GetEventRecorder(name string) recorder.EventRecorder {
 	// herald's recorders also implement AnnotatedEventRecorder.
-	return m.events.NewRecorder(m.GetScheme(), name).(recorder.EventRecorder)
+	return m.events.NewRecorder(m.scheme, name).(recorder.EventRecorder)
 }
 
 // GetEventRecorderFor returns a herald core/v1 recorder with source
@@ -144,7 +154,7 @@ func (m *Manager) GetEventRecorder(name string) recorder.EventRecorder {
 // Deprecated: as controller-runtime's, it records through the old events
 // API; use GetEventRecorder.
 func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
-	return m.core.NewRecorder(m.GetScheme(), corev1.EventSource{Component: name})
+	return m.core.NewRecorder(m.scheme, corev1.EventSource{Component: name})
 }
 
 // Start starts the manager (manager.Manager's Start) and, once it has
@@ -153,7 +163,16 @@ func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
 // herald's goroutines. Events recorded after that are dropped and counted
 // (Stats().Dropped.AfterShutdown). It returns the manager's error, or
 // else the shutdown's (events abandoned at the deadline, counted).
+//
+// Only the first call flushes and stops herald: controller-runtime refuses
+// a second Start ("manager already started") while the first one runs, and
+// that refusal must not stop herald under the running manager.
 func (m *Manager) Start(ctx context.Context) error {
+	first := false
+	m.started.Do(func() { first = true })
+	if !first {
+		return m.Manager.Start(ctx)
+	}
 	var stoppedAt time.Time
 	var mu sync.Mutex
 	stop := context.AfterFunc(ctx, func() {
