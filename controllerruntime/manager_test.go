@@ -265,7 +265,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 	cs := adminClient(t)
 	leakOpts := append([]goleak.Option{goleak.IgnoreCurrent()}, controllerRuntimeGoroutines...)
 
-	// herald's events client writes at most 50/s (sink.DefaultClientQPS):
+	// herald's engine writes at most 50/s by default (record.WithWriteLimit):
 	// the 1,000 events are pending for about 18 s after the runnable
 	// returns, within the default GracefulShutdownTimeout (30 s).
 	mgr, err := heraldcr.NewManager(env.Admin, baseOptions())

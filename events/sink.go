@@ -40,10 +40,10 @@ var (
 )
 
 // NewForConfig returns an EventSinkImpl with an events client of its own,
-// built from a copy of cfg with its own client-side limits
-// (sink.DefaultClientQPS, sink.DefaultClientBurst) and the user agent
-// suffix " herald-events", so that event writes never spend the
-// controller's API budget. cfg is not modified.
+// built from a copy of cfg by sink.EventsConfig (no client-side rate
+// limiter: herald's write limit is the budget; the user agent suffix
+// " herald-events"), so that event writes never spend the controller's API
+// budget. cfg is not modified.
 func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 	if cfg == nil {
 		return nil, errors.New("events: NewForConfig: nil rest.Config")

@@ -63,23 +63,11 @@ var (
 	_ EventSink        = (*typedcorev1.EventSinkImpl)(nil)
 )
 
-// Defaults of the client NewForConfig builds.
-const (
-	// DefaultClientQPS and DefaultClientBurst are the client-side limits of
-	// the events client NewForConfig builds, as the kubelet's event client
-	// has (EventRecordQPS 50, EventBurst 100). They match the engine's
-	// default write limit, which is the one that shapes herald's writes.
-	DefaultClientQPS   = 50
-	DefaultClientBurst = 100
-)
-
 // NewForConfig returns an EventSinkImpl with an events client of its own,
-// built from a copy of cfg (the controller's rest.Config) with its own
-// client-side rate limit (DefaultClientQPS and DefaultClientBurst) and user
-// agent suffix " herald-events": herald's writes then never spend the
-// budget of the controller's API calls, and rest.Config's default 5 QPS
-// does not cap an event burst. The kubelet does the same for its events.
-// cfg is not modified.
+// built from a copy of cfg (the controller's rest.Config) by EventsConfig:
+// herald's writes then never spend the budget of the controller's API
+// calls, and rest.Config's default 5 QPS does not cap an event burst. The
+// kubelet does the same for its events. cfg is not modified.
 func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 	if cfg == nil {
 		return nil, errorf("NewForConfig: nil rest.Config")
@@ -92,13 +80,15 @@ func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 }
 
 // EventsConfig returns the configuration of an events client of herald's
-// own: a copy of cfg with its own client-side limits (DefaultClientQPS and
-// DefaultClientBurst, no shared rate limiter) and the user agent suffix
+// own: a copy of cfg with no client-side rate limiter (the engine's write
+// limit, WithWriteLimit in package record, 50 writes/s and a burst of 100 by
+// default and adaptive, is the one budget of herald's writes, so raising
+// it is not capped by the client) and the user agent suffix
 // " herald-events". NewForConfig, and events.NewForConfig for
 // events.k8s.io/v1, build their clients with it.
 func EventsConfig(cfg *rest.Config) *rest.Config {
 	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = DefaultClientQPS, DefaultClientBurst
+	c.QPS, c.Burst = -1, 0 // client-go: a negative QPS means no rate limiter
 	c.RateLimiter = nil
 	ua := c.UserAgent
 	if ua == "" {
