@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -103,21 +102,13 @@ func evSink(t *testing.T, cfg *rest.Config) events.EventSink {
 // listV1 returns every events.k8s.io/v1 Event in namespace matching opts
 // (all pages).
 func listV1(ctx context.Context, cs kubernetes.Interface, namespace string, opts metav1.ListOptions) ([]eventsv1.Event, error) {
-	var out []eventsv1.Event
-	if opts.Limit == 0 {
-		opts.Limit = 1000
-	}
-	for {
+	return listPaged(ctx, opts, func(ctx context.Context, opts metav1.ListOptions) ([]eventsv1.Event, string, error) {
 		l, err := cs.EventsV1().Events(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = append(out, l.Items...)
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
-	}
+		return l.Items, l.Continue, nil
+	})
 }
 
 // waitV1 polls the API server (bounded by pollTimeout) until the
@@ -125,22 +116,8 @@ func listV1(ctx context.Context, cs kubernetes.Interface, namespace string, opts
 // them. It fails t with check's last complaint otherwise.
 func waitV1(t *testing.T, cs kubernetes.Interface, namespace string, opts metav1.ListOptions, check func([]eventsv1.Event) error) []eventsv1.Event {
 	t.Helper()
-	var evs []eventsv1.Event
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		evs, err = listV1(ctx, cs, namespace, opts)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		last = check(evs)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("events.k8s.io/v1 events in %q (%+v) never as expected: %v\n%s", namespace, opts, last, describeV1(evs))
-	}
-	return evs
+	return waitList(t, fmt.Sprintf("events.k8s.io/v1 events in %q (%+v)", namespace, opts),
+		func(ctx context.Context) ([]eventsv1.Event, error) { return listV1(ctx, cs, namespace, opts) }, check, describeV1)
 }
 
 // occurrences is how many occurrences an events.k8s.io/v1 Event stands for.

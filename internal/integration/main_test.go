@@ -156,20 +156,32 @@ func written(s record.Stats) int64 { return s.Created + s.Patched + s.Coalesced 
 
 // listEvents returns every event in namespace matching opts (all pages).
 func listEvents(ctx context.Context, cs kubernetes.Interface, namespace string, opts metav1.ListOptions) ([]v1.Event, error) {
-	var out []v1.Event
+	return listPaged(ctx, opts, func(ctx context.Context, opts metav1.ListOptions) ([]v1.Event, string, error) {
+		l, err := cs.CoreV1().Events(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.Continue, nil
+	})
+}
+
+// listPaged lists every page of a list call, 1000 items a page unless opts
+// says otherwise.
+func listPaged[T any](ctx context.Context, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) ([]T, string, error)) ([]T, error) {
+	var out []T
 	if opts.Limit == 0 {
 		opts.Limit = 1000
 	}
 	for {
-		l, err := cs.CoreV1().Events(namespace).List(ctx, opts)
+		items, cont, err := list(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, l.Items...)
-		if l.Continue == "" {
+		out = append(out, items...)
+		if cont == "" {
 			return out, nil
 		}
-		opts.Continue = l.Continue
+		opts.Continue = cont
 	}
 }
 
@@ -178,22 +190,31 @@ func listEvents(ctx context.Context, cs kubernetes.Interface, namespace string, 
 // check's last complaint otherwise.
 func waitEvents(t *testing.T, cs kubernetes.Interface, namespace string, opts metav1.ListOptions, check func([]v1.Event) error) []v1.Event {
 	t.Helper()
-	var evs []v1.Event
+	return waitList(t, fmt.Sprintf("events in %q (%+v)", namespace, opts),
+		func(ctx context.Context) ([]v1.Event, error) { return listEvents(ctx, cs, namespace, opts) }, check, describeEvents)
+}
+
+// waitList polls list (bounded by pollTimeout) until its items pass check,
+// and returns them. It fails t with check's last complaint and the items,
+// as describe prints them, otherwise.
+func waitList[T any](t *testing.T, what string, list func(context.Context) ([]T, error), check func([]T) error, describe func([]T) string) []T {
+	t.Helper()
+	var items []T
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
 		var err error
-		evs, err = listEvents(ctx, cs, namespace, opts)
+		items, err = list(ctx)
 		if err != nil {
 			last = err
 			return false, nil
 		}
-		last = check(evs)
+		last = check(items)
 		return last == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("events in %q (%+v) never as expected: %v\n%s", namespace, opts, last, describeEvents(evs))
+		t.Fatalf("%s never as expected: %v\n%s", what, last, describe(items))
 	}
-	return evs
+	return items
 }
 
 // eventually polls cond (bounded by pollTimeout) until it returns nil.
