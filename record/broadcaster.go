@@ -344,7 +344,7 @@ func correlate(c hook.Correlator, ev *v1.Event) (res *correlator.EventCorrelateR
 }
 
 func (eb *broadcaster) NewRecorder(scheme *runtime.Scheme, source v1.EventSource) EventRecorderLogger {
-	return &recorder{eb: eb, scheme: scheme, source: source, logger: eb.logger}
+	return &recorder{eb: eb, scheme: scheme, source: boundSource(source), logger: eb.logger}
 }
 
 func (eb *broadcaster) Shutdown() {

@@ -21,7 +21,7 @@ import (
 type recorder struct {
 	eb     *broadcaster
 	scheme *runtime.Scheme
-	source v1.EventSource
+	source v1.EventSource // cut to the bounds (boundSource)
 	logger klog.Logger
 	clock  clock.PassiveClock // timestamps; nil: the broadcaster's (tests set it, as client-go's recorderImpl.clock)
 }
@@ -98,7 +98,7 @@ func (r *recorder) generateFull(object, related runtime.Object, annotations map[
 	ev.FirstTimestamp, ev.LastTimestamp = t, t
 	ev.Count = 1
 	ev.Type = eventtype
-	ev.Source = boundSource(r.source)
+	ev.Source = r.source // bounded by NewRecorder
 	ev.ReportingController = ev.Source.Component
 	ev.ReportingInstance = ev.Source.Host
 	eb.enqueue(r.logger, ev)

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ref "k8s.io/client-go/tools/reference"
 )
 
@@ -41,7 +40,7 @@ const (
 // kindSlot is the cache of one scheme.
 type kindSlot struct {
 	scheme weak.Pointer[runtime.Scheme]
-	kinds  sync.Map // reflect.Type -> schema.GroupVersionKind
+	kinds  sync.Map // reflect.Type -> kindInfo
 	n      atomic.Int64
 }
 
@@ -134,15 +133,15 @@ func (c *kindCache) referenceInto(dst *v1.ObjectReference, scheme *runtime.Schem
 		*dst = *r
 		return nil
 	}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	if gvk.Empty() {
-		if gvk, err = c.lookup(scheme, obj); err != nil {
-			return err
-		}
+	var k kindInfo
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+		k = kindInfo{kind: gvk.Kind, apiVersion: gvk.GroupVersion().String()}
+	} else if k, err = c.lookup(scheme, obj); err != nil {
+		return err
 	}
 	*dst = v1.ObjectReference{
-		Kind:            gvk.Kind,
-		APIVersion:      gvk.GroupVersion().String(),
+		Kind:            k.kind,
+		APIVersion:      k.apiVersion,
 		Name:            m.GetName(),
 		Namespace:       m.GetNamespace(),
 		UID:             m.GetUID(),
@@ -151,24 +150,29 @@ func (c *kindCache) referenceInto(dst *v1.ObjectReference, scheme *runtime.Schem
 	return nil
 }
 
-func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (schema.GroupVersionKind, error) {
+// kindInfo is what a reference needs of a kind: its name and its API
+// version string ("apps/v1"), made once per type rather than per event.
+type kindInfo struct{ kind, apiVersion string }
+
+func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (kindInfo, error) {
 	if scheme == nil {
-		return schema.GroupVersionKind{}, errors.New("record: scheme is required to look up the kind of an object without TypeMeta")
+		return kindInfo{}, errors.New("record: scheme is required to look up the kind of an object without TypeMeta")
 	}
 	slot, typ := c.slot(scheme), reflect.TypeOf(obj)
 	if v, ok := slot.kinds.Load(typ); ok {
-		return v.(schema.GroupVersionKind), nil
+		return v.(kindInfo), nil
 	}
 	gvks, _, err := scheme.ObjectKinds(obj)
 	if err != nil {
-		return schema.GroupVersionKind{}, err
+		return kindInfo{}, err
 	}
 	if len(gvks) == 0 || gvks[0].Empty() {
-		return schema.GroupVersionKind{}, fmt.Errorf("record: unexpected kinds registered for %T: %v", obj, gvks)
+		return kindInfo{}, fmt.Errorf("record: unexpected kinds registered for %T: %v", obj, gvks)
 	}
-	if _, loaded := slot.kinds.Swap(typ, gvks[0]); !loaded && slot.n.Add(1) > maxKindsPerScheme {
+	k := kindInfo{kind: gvks[0].Kind, apiVersion: gvks[0].GroupVersion().String()}
+	if _, loaded := slot.kinds.Swap(typ, k); !loaded && slot.n.Add(1) > maxKindsPerScheme {
 		slot.kinds.Clear()
 		slot.n.Store(0)
 	}
-	return gvks[0], nil
+	return k, nil
 }
