@@ -75,6 +75,12 @@ type Broadcaster struct {
 	incomingDropped atomic.Uint64
 	watcherDropped  atomic.Uint64
 	distributed     atomic.Uint64
+
+	// watching counts the watchers registered or queued for registration
+	// and not yet forgotten by the loop. While it is zero nobody can be
+	// offered an event, so Action and ActionOrDrop count the event as
+	// distributed at once instead of queuing it and waking the loop.
+	watching atomic.Int64
 }
 
 // item is one entry of the incoming queue: an event to distribute, or, when
@@ -172,10 +178,22 @@ func (b *Broadcaster) WatchWithPrefix(prefix []apiwatch.Event) (apiwatch.Interfa
 }
 
 func (b *Broadcaster) watch(w *Watcher) (apiwatch.Interface, error) {
-	if err := b.enqueue(item{ctl: &control{watcher: w}}, nil); err != nil {
+	b.watching.Add(1) // before the registration is queued: no event queued after it may skip the queue
+	if err := b.enqueue(item{ctl: &control{watcher: w}}, nil, false); err != nil {
+		b.watching.Add(-1)
 		return nil, err
 	}
 	return w, nil
+}
+
+// unwatched counts ev as distributed without queuing it when no watcher is
+// registered or being registered, and reports whether it did.
+func (b *Broadcaster) unwatched() bool {
+	if b.watching.Load() != 0 {
+		return false
+	}
+	b.distributed.Add(1)
+	return true
 }
 
 // Action queues an event of type action carrying obj, to be delivered to
@@ -186,7 +204,7 @@ func (b *Broadcaster) watch(w *Watcher) (apiwatch.Interface, error) {
 // ErrShutdown then. An event Action queued (nil error) is always distributed,
 // even when Shutdown races with it.
 func (b *Broadcaster) Action(action apiwatch.EventType, obj runtime.Object) error {
-	return b.enqueue(item{event: apiwatch.Event{Type: action, Object: obj}}, nil)
+	return b.enqueue(item{event: apiwatch.Event{Type: action, Object: obj}}, nil, true)
 }
 
 // ActionOrDrop is Action without the wait: it queues the event if the
@@ -206,6 +224,9 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 	case <-b.stopping:
 		return false, ErrShutdown
 	default:
+	}
+	if b.unwatched() {
+		return true, nil
 	}
 	select {
 	case b.incoming <- item{event: apiwatch.Event{Type: action, Object: obj}}:
@@ -250,7 +271,7 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 // channel closing (Stop, Shutdown) as the end of the wait.
 func (b *Broadcaster) Mark(ctx context.Context, obj runtime.Object) error {
 	it := item{event: apiwatch.Event{Type: apiwatch.Added, Object: obj}, ctl: &control{markCtx: ctx}}
-	if err := b.enqueue(it, ctx.Done()); err != nil {
+	if err := b.enqueue(it, ctx.Done(), false); err != nil {
 		if errors.Is(err, errCanceled) {
 			return ctx.Err()
 		}
@@ -261,13 +282,17 @@ func (b *Broadcaster) Mark(ctx context.Context, obj runtime.Object) error {
 
 // enqueue puts it on the incoming queue, waiting for room until Shutdown is
 // called (ErrShutdown) or cancel, which may be nil, is closed (errCanceled).
-func (b *Broadcaster) enqueue(it item, cancel <-chan struct{}) error {
+// An event (event true) nobody watches is counted as distributed instead.
+func (b *Broadcaster) enqueue(it item, cancel <-chan struct{}, event bool) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	select {
 	case <-b.stopping:
 		return ErrShutdown
 	default:
+	}
+	if event && b.unwatched() {
+		return nil
 	}
 	if cancel != nil {
 		select {
@@ -329,7 +354,9 @@ type Stats struct {
 	// Distributed counts the events the loop has taken from the incoming
 	// queue and offered to every watcher registered at the time, however
 	// many there were (none included); an event is counted once the loop
-	// is done with it. Marks are not counted.
+	// is done with it. An event queued while no watcher is registered or
+	// being registered never enters the queue: it is counted at once.
+	// Marks are not counted.
 	Distributed uint64
 }
 
@@ -368,10 +395,15 @@ func (b *Broadcaster) loop() {
 // the watchers that have stopped since the last event, so that watchers
 // started and stopped while no events flow do not pile up.
 func (b *Broadcaster) register(w *Watcher) {
+	n := len(b.watchers)
 	b.watchers = slices.DeleteFunc(b.watchers, (*Watcher).isStopped)
-	if !w.isStopped() {
+	gone := n - len(b.watchers)
+	if w.isStopped() {
+		gone++
+	} else {
 		b.watchers = append(b.watchers, w)
 	}
+	b.watching.Add(-int64(gone))
 }
 
 // distribute offers ev to every watcher in registration order and forgets
@@ -403,6 +435,7 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 		}
 		switch r {
 		case sendStopped:
+			b.watching.Add(-1)
 			continue // forget it; Stop closes its channel
 		case sendFull:
 			if markCtx == nil {
