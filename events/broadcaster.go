@@ -145,22 +145,10 @@ func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 	return nil
 }
 
-// stopRecording stops the sink's watch w, so that it flushes and stops;
-// recording may start again. It first lets the sink take every event
-// recorded before (they may still wait in the broadcaster's queue, and a
-// stopped watch is offered nothing more), for the shutdown grace period at
-// most or until Shutdown.
+// stopRecording stops the sink's watch w, so that it takes every event
+// recorded before (record's sink watch does), writes them and stops;
+// recording may start again.
 func (b *broadcaster) stopRecording(w apiwatch.Interface) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.core.GracePeriod())
-	go func() {
-		select {
-		case <-b.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	_ = b.rb.Flush(ctx) // what is left unwritten is flushed by the stop below, then abandoned
-	cancel()
 	b.mu.Lock()
 	if b.recording == w {
 		b.recording, b.stopAfter = nil, nil

@@ -238,7 +238,37 @@ func (eb *broadcaster) startWatcher(handle func(*v1.Event), p *sinkPipeline) api
 	eb.watchers = append(eb.watchers, ew)
 	eb.mu.Unlock()
 	go eb.serve(ew)
+	if p != nil {
+		return &sinkWatch{Watcher: ew.w, eb: eb}
+	}
 	return ew.w
+}
+
+// sinkWatch is the watch StartRecordingToSink returns. Its Stop first lets
+// the loop hand the sink every event recorded before the call (they may
+// still wait in the incoming queue, and a stopped watcher is offered
+// nothing more), for the shutdown grace period at most, then stops the
+// watcher: the sink writes what it got as it retires. It never waits for a
+// write, only for the loop to pass what is queued.
+type sinkWatch struct {
+	*watch.Watcher
+	eb   *broadcaster
+	once sync.Once
+}
+
+func (s *sinkWatch) Stop() {
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(s.eb.ctx, s.eb.cfg.gracePeriod)
+		defer cancel()
+		mark := &flushMark{passed: make(chan struct{})} // no slots: a marker only
+		if s.eb.b.Mark(ctx, mark) == nil {
+			select {
+			case <-mark.passed:
+			case <-ctx.Done():
+			}
+		}
+		s.Watcher.Stop()
+	})
 }
 
 // release frees the engine of a sink that was not started (NewEngine

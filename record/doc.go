@@ -62,7 +62,8 @@
 // StartRecordingToSink starts one more, and each sink also its engine's
 // workers (4 by default) and dispatcher. Stop on the watch a
 // Start* call returned stops that watcher's goroutines (a sink's once it
-// has flushed, for at most the grace period); Shutdown, or cancelling the
+// has written, for at most the grace period, every event recorded before
+// the Stop, those still queued included); Shutdown, or cancelling the
 // WithContext context, stops them all. A watcher whose channel is full
 // while Flush waits for it has, for that while, one more goroutine that
 // hands it the flush mark. A handler that never returns keeps its own

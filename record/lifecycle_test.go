@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
@@ -589,5 +590,31 @@ func TestStartStopCyclesKeepNoMemory(t *testing.T) {
 	}
 	if grew := heapAlloc() - before; grew > 8<<20 {
 		t.Errorf("heap grew by %d MB after 400 start/stop cycles", grew>>20)
+	}
+}
+
+// TestSinkWatchStopKeepsWhatWasRecorded: Stop on the watch
+// StartRecordingToSink returned, right after a burst, still writes every
+// event recorded before it, including those that were still in the
+// broadcaster's incoming queue (a stopped watcher is offered nothing more).
+func TestSinkWatchStopKeepsWhatWasRecorded(t *testing.T) {
+	s := sinktest.New()
+	eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0))
+	w := eb.StartRecordingToSink(s)
+	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	const n = 5000
+	for i := range n {
+		rec.Eventf(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("p", i)}}, v1.EventTypeNormal, "R", "m")
+	}
+	w.Stop()
+	w.Stop() // twice: no effect
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := eb.ShutdownWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := eb.Stats()
+	if got := len(s.Events()); got != n || st.Created != n || st.Offered != n || st.Abandoned != 0 {
+		t.Fatalf("stored %d of %d; stats %+v", got, n, st)
 	}
 }

@@ -76,8 +76,6 @@ type Core interface {
 	// ShutDown is closed once the broadcaster has shut down, whoever shut
 	// it down (a Shutdown call, or the end of record.WithContext's context).
 	ShutDown() <-chan struct{}
-	// GracePeriod is the broadcaster's shutdown grace period.
-	GracePeriod() time.Duration
 }
 
 var (
