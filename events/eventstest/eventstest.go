@@ -3,10 +3,11 @@ package eventstest
 import (
 	"fmt"
 	"maps"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/eventlog"
 
 	"github.com/heraldk8s/herald/events"
 )
@@ -30,8 +31,7 @@ func (e Event) String() string { return e.Type + " " + e.Reason + " " + e.Note }
 // is ready to use; it is safe for concurrent use. It makes none of a real
 // recorder's checks: every call is kept.
 type Recorder struct {
-	mu     sync.Mutex
-	events []Event
+	log eventlog.Log[Event]
 }
 
 var (
@@ -58,32 +58,16 @@ func (r *Recorder) AnnotatedEventf(regarding, related runtime.Object, annotation
 func (r *Recorder) WithLogger(klog.Logger) events.EventRecorderLogger { return r }
 
 func (r *Recorder) add(e Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
+	r.log.Add(e)
 }
 
 // Events returns a copy of the events recorded so far, in order.
-func (r *Recorder) Events() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
-}
+func (r *Recorder) Events() []Event { return r.log.All() }
 
 // WithReason returns the recorded events with the given reason, in order.
 func (r *Recorder) WithReason(reason string) []Event {
-	var out []Event
-	for _, e := range r.Events() {
-		if e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
+	return r.log.Filter(func(e Event) bool { return e.Reason == reason })
 }
 
 // Reset forgets every recorded event.
-func (r *Recorder) Reset() {
-	r.mu.Lock()
-	r.events = nil
-	r.mu.Unlock()
-}
+func (r *Recorder) Reset() { r.log.Reset() }

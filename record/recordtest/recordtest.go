@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/eventlog"
 
 	"github.com/heraldk8s/herald/record"
 )
@@ -30,8 +31,7 @@ func (e Event) String() string { return e.Type + " " + e.Reason + " " + e.Messag
 // Recorder is a record.EventRecorderLogger that keeps events in memory. The
 // zero value is ready to use; it is safe for concurrent use.
 type Recorder struct {
-	mu     sync.Mutex
-	events []Event
+	log eventlog.Log[Event]
 }
 
 var _ record.EventRecorderLogger = (*Recorder)(nil)
@@ -66,32 +66,16 @@ func (r *Recorder) add(object runtime.Object, annotations map[string]string, eve
 			ev.Namespace, ev.Name = m.GetNamespace(), m.GetName()
 		}
 	}
-	r.mu.Lock()
-	r.events = append(r.events, ev)
-	r.mu.Unlock()
+	r.log.Add(ev)
 }
 
 // Events returns a copy of the events recorded so far, in order.
-func (r *Recorder) Events() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...)
-}
+func (r *Recorder) Events() []Event { return r.log.All() }
 
 // WithReason returns the recorded events with the given reason.
 func (r *Recorder) WithReason(reason string) []Event {
-	var out []Event
-	for _, e := range r.Events() {
-		if e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out
+	return r.log.Filter(func(e Event) bool { return e.Reason == reason })
 }
 
 // Reset forgets every recorded event.
-func (r *Recorder) Reset() {
-	r.mu.Lock()
-	r.events = nil
-	r.mu.Unlock()
-}
+func (r *Recorder) Reset() { r.log.Reset() }
