@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/eventlog"
-
 	"github.com/heraldk8s/herald/record"
 )
 
