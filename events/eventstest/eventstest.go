@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/internal/eventlog"
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/eventlog"
 )
 
 // Event is one recorded event, as passed to the recorder (the note
