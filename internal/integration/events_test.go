@@ -19,7 +19,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,12 +59,8 @@ type evHarness struct {
 // recording to s. Its logs go to t.Log and to a buffer.
 func newEvHarness(t *testing.T, s events.EventSink, opts ...events.Option) *evHarness {
 	t.Helper()
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	u, ok := logger.GetSink().(ktesting.Underlier)
-	if !ok {
-		t.Fatalf("ktesting logger has no buffer")
-	}
-	h := &evHarness{t: t, logs: u.GetBuffer()}
+	logger, logs := bufferedLogger(t)
+	h := &evHarness{t: t, logs: logs}
 	h.eb = events.NewBroadcaster(s, append([]events.Option{record.WithLogger(logger)}, opts...)...)
 	// Registered after the logger's own cleanup, so it runs before it.
 	t.Cleanup(h.eb.Shutdown)
@@ -78,17 +73,7 @@ func newEvHarness(t *testing.T, s events.EventSink, opts ...events.Option) *evHa
 
 // flush waits (at most d) until everything recorded so far has been
 // handled, checks the Stats accounting and returns the Stats.
-func (h *evHarness) flush(d time.Duration) record.Stats {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := h.eb.Flush(ctx); err != nil {
-		h.t.Fatalf("Flush: %v; stats %+v", err, h.eb.Stats())
-	}
-	s := h.eb.Stats()
-	checkSettled(h.t, s)
-	return s
-}
+func (h *evHarness) flush(d time.Duration) record.Stats { return flushChecked(h.t, h.eb, d) }
 
 // asHarness lets the core/v1 log helpers (checkDropLog) read h's logs.
 func (h *evHarness) asHarness() *harness { return &harness{t: h.t, logs: h.logs} }
@@ -199,33 +184,7 @@ func TestEventsV1Fields(t *testing.T) {
 	ns := env.CreateNamespace(t, "ev-fields")
 	instance := evInstance(t)
 
-	pod, err := cs.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the Pod: %v", err)
-	}
-	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
-		Data:       map[string]string{"k": "v"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the ConfigMap: %v", err)
-	}
-	node, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "herald-it-evnode-" + randSuffix()},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the Node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting node %s: %v", node.Name, err)
-		}
-	})
+	pod, cm, node := createFieldObjects(t, cs, ns, "herald-it-evnode-")
 	nsObj, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting the namespace: %v", err)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestEventFields records one event about each kind of object (a Pod and a
@@ -21,37 +22,10 @@ import (
 // an ObjectReference) and checks that the API server stores the fields
 // client-go's recorder would write, and that kubectl lists them.
 func TestEventFields(t *testing.T) {
-	ctx := t.Context()
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "fields")
 
-	pod, err := cs.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the Pod: %v", err)
-	}
-	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
-		Data:       map[string]string{"k": "v"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the ConfigMap: %v", err)
-	}
-	node, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "herald-it-node-" + randSuffix()},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the Node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting node %s: %v", node.Name, err)
-		}
-	})
+	pod, cm, node := createFieldObjects(t, cs, ns, "herald-it-node-")
 	widget := &v1.ObjectReference{
 		Kind: "Widget", APIVersion: "widgets.example.com/v1", Namespace: ns, Name: "gadget-7",
 		UID: types.UID("uid-gadget-7"), ResourceVersion: "42", FieldPath: "spec.parts[0]",
@@ -186,4 +160,40 @@ func checkClientGoFields(t *testing.T, ev v1.Event, namespace string, ref v1.Obj
 	if d := time.Unix(0, nanos).Sub(first); d < 0 || d >= 2*time.Second {
 		t.Errorf("name %q encodes %v, firstTimestamp is %v", ev.Name, time.Unix(0, nanos).UTC(), first.UTC())
 	}
+}
+
+// createFieldObjects creates the objects the field tests record events
+// about: a Pod web-0 and a ConfigMap settings in ns, and a Node named
+// nodePrefix plus a random suffix (deleted when t ends).
+func createFieldObjects(t *testing.T, cs kubernetes.Interface, ns, nodePrefix string) (*v1.Pod, *v1.ConfigMap, *v1.Node) {
+	t.Helper()
+	ctx := t.Context()
+	pod, err := cs.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the Pod: %v", err)
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data:       map[string]string{"k": "v"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the ConfigMap: %v", err)
+	}
+	node, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nodePrefix + randSuffix()},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the Node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting node %s: %v", node.Name, err)
+		}
+	})
+	return pod, cm, node
 }

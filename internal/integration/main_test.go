@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/internal/faultproxy"
@@ -98,13 +99,8 @@ type harness struct {
 // Its logs go to t.Log and to a buffer.
 func newHarness(t *testing.T, s record.EventSink, opts ...record.BroadcasterOption) *harness {
 	t.Helper()
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	h := &harness{t: t}
-	u, ok := logger.GetSink().(ktesting.Underlier)
-	if !ok {
-		t.Fatalf("ktesting logger has no buffer")
-	}
-	h.logs = u.GetBuffer()
+	logger, logs := bufferedLogger(t)
+	h := &harness{t: t, logs: logs}
 	h.eb = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(logger)}, opts...)...)
 	// Registered after the logger's own cleanup, so it runs before it.
 	t.Cleanup(h.eb.Shutdown)
@@ -113,17 +109,36 @@ func newHarness(t *testing.T, s record.EventSink, opts ...record.BroadcasterOpti
 	return h
 }
 
+// bufferedLogger returns a logger writing to t.Log and to the returned
+// buffer.
+func bufferedLogger(t *testing.T) (klog.Logger, ktesting.Buffer) {
+	t.Helper()
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	u, ok := logger.GetSink().(ktesting.Underlier)
+	if !ok {
+		t.Fatalf("ktesting logger has no buffer")
+	}
+	return logger, u.GetBuffer()
+}
+
 // flush waits (at most d) until everything recorded so far has been
 // handled, then checks the Stats accounting and returns the Stats.
-func (h *harness) flush(d time.Duration) record.Stats {
-	h.t.Helper()
+func (h *harness) flush(d time.Duration) record.Stats { return flushChecked(h.t, h.eb, d) }
+
+// flushChecked flushes b (at most d), checks its Stats accounting and
+// returns the Stats.
+func flushChecked(t *testing.T, b interface {
+	Flush(context.Context) error
+	Stats() record.Stats
+}, d time.Duration) record.Stats {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if err := h.eb.Flush(ctx); err != nil {
-		h.t.Fatalf("Flush: %v; stats %+v", err, h.eb.Stats())
+	if err := b.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v; stats %+v", err, b.Stats())
 	}
-	s := h.eb.Stats()
-	checkSettled(h.t, s)
+	s := b.Stats()
+	checkSettled(t, s)
 	return s
 }
 
