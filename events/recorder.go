@@ -121,14 +121,8 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 		})
 		return
 	}
-	if related != nil {
-		var err error
-		if ev.Related, err = r.core.Reference(r.scheme, related); err != nil {
-			// As client-go: the event is still reported, without related.
-			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
-				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength), "err", err)
-		}
-	}
+	ev.Reason = eventname.Truncate(reason, MaxReasonLength)
+	ev.Related = r.core.Related(r.logger, r.scheme, related, ev)
 	ev.Namespace = ref.Namespace
 	if ev.Namespace == "" {
 		ev.Namespace = metav1.NamespaceDefault
@@ -137,7 +131,6 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	// from the object's name and EventTime.
 	ev.Annotations = ann
 	ev.EventTime = metav1.NewMicroTime(r.core.Now())
-	ev.Reason = eventname.Truncate(reason, MaxReasonLength)
 	ev.Action = eventname.Truncate(action, MaxActionLength)
 	ev.Message = eventname.Truncate(fmt.Sprintf(note, args...), r.noteLimit())
 	ev.Type = eventtype

@@ -28,7 +28,6 @@ type broadcaster struct {
 	cfg    config
 	logger klog.Logger
 	b      *watch.Broadcaster
-	names  nameClock
 	kinds  kindCache
 	c      counters
 	drops  *ratelog.Limiter // one loud drop line per reason and interval

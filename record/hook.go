@@ -41,8 +41,8 @@ func (h hookCore) Begin(logger klog.Logger, scheme *runtime.Scheme, object runti
 	return h.eb.begin(logger, scheme, object, annotations, eventtype, reason, ref)
 }
 
-func (h hookCore) Reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error) {
-	return h.eb.reference(scheme, obj)
+func (h hookCore) Related(logger klog.Logger, scheme *runtime.Scheme, related runtime.Object, ev *v1.Event) *v1.ObjectReference {
+	return h.eb.related(logger, scheme, related, ev)
 }
 
 func (h hookCore) DropInvalid(logger klog.Logger, err error, msg string, kv func() []any) {

@@ -6,13 +6,6 @@ import (
 	"github.com/heraldk8s/herald/internal/eventname"
 )
 
-// nameClock is the type of the broadcaster's own stamp source. Event names
-// no longer take their stamps from it: the recorder and the correlator's
-// combined events share eventname's process-wide source (see generate), so
-// their names cannot collide. The broadcaster's field of this type is
-// unused and can go.
-type nameClock = eventname.Clock
-
 // Bounds of the fields the recorder writes. The API server does not bound
 // most fields of a core/v1 Event written without EventTime (it stored a
 // 1 MB reason), so herald applies the limits events.k8s.io/v1 validates

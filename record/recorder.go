@@ -73,13 +73,8 @@ func (r *recorder) generateFull(object, related runtime.Object, annotations map[
 	if !ok {
 		return
 	}
-	if related != nil {
-		var err error
-		if ev.Related, err = eb.reference(r.scheme, related); err != nil {
-			r.logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
-				"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", eventname.Truncate(reason, maxReasonLength), "err", err)
-		}
-	}
+	ev.Reason = eventname.Truncate(reason, maxReasonLength)
+	ev.Related = eb.related(r.logger, r.scheme, related, ev)
 	ev.Action = eventname.Truncate(action, maxReasonLength)
 	clk := r.clock
 	if clk == nil {
@@ -93,7 +88,6 @@ func (r *recorder) generateFull(object, related runtime.Object, annotations map[
 	// The name is made by the broadcaster's loop, off the caller's path
 	// (see nameEvent).
 	ev.Annotations = annotations
-	ev.Reason = eventname.Truncate(reason, maxReasonLength)
 	ev.Message = eventname.Truncate(message, eb.cfg.messageLimit)
 	ev.FirstTimestamp, ev.LastTimestamp = t, t
 	ev.Count = 1
@@ -184,6 +178,21 @@ func (eb *broadcaster) reference(scheme *runtime.Scheme, object runtime.Object) 
 		return nil, err
 	}
 	return ref, nil
+}
+
+// related returns the reference to the related object of ev (nil for
+// none). One that cannot be referenced is left out, as client-go's events
+// recorder leaves it out, and logged at V(2): the event is still reported.
+func (eb *broadcaster) related(logger klog.Logger, scheme *runtime.Scheme, related runtime.Object, ev *v1.Event) *v1.ObjectReference {
+	if related == nil {
+		return nil
+	}
+	ref, err := eb.reference(scheme, related)
+	if err != nil {
+		logger.V(2).Info("Could not construct reference to the related object, reporting the event without it",
+			"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", eventname.Truncate(ev.Reason, maxReasonLength), "err", err)
+	}
+	return ref
 }
 
 // referenceInto is reference writing into *ref.

@@ -55,9 +55,10 @@ type Core interface {
 	// bounded rate).
 	Begin(logger klog.Logger, scheme *runtime.Scheme, object runtime.Object, annotations map[string]string,
 		eventtype, reason string, ref *v1.ObjectReference) (ann map[string]string, ok bool)
-	// Reference returns the reference to obj, or an error if there is none
-	// or it cannot be written (see Begin).
-	Reference(scheme *runtime.Scheme, obj runtime.Object) (*v1.ObjectReference, error)
+	// Related returns the reference to related, the related object of ev
+	// (nil for none). One that cannot be referenced is left out and logged:
+	// the event is still reported.
+	Related(logger klog.Logger, scheme *runtime.Scheme, related runtime.Object, ev *v1.Event) *v1.ObjectReference
 	// DropInvalid counts one event that Begin accepted as dropped for being
 	// invalid, and logs msg with kv at a bounded rate.
 	DropInvalid(logger klog.Logger, err error, msg string, kv func() []any)
