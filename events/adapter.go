@@ -53,23 +53,19 @@ func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernete
 		core:   &sink.EventSinkImpl{Interface: client.CoreV1().Events("")},
 		logger: klog.FromContext(ctx),
 	}
-	a := &adapter{
+	// ctx ending shuts both broadcasters down (record.WithContext), and with
+	// them the goroutine of a deprecated StartRecordingToSink.
+	return &adapter{
 		events:     newBroadcaster(ds, all),
 		legacy:     record.NewBroadcaster(all...),
 		legacySink: &sink.EventSinkImpl{Interface: client.CoreV1().Events("")},
 	}
-	// ctx ending shuts record's broadcasters down by themselves (WithContext);
-	// mark the events broadcaster closed too, so that the goroutine of
-	// StartRecordingToSink ends with them even if stopCh never closes.
-	a.stopAfter = context.AfterFunc(ctx, a.events.close)
-	return a
 }
 
 type adapter struct {
 	events     *broadcaster
 	legacy     record.EventBroadcaster
 	legacySink record.EventSink
-	stopAfter  func() bool // unregisters the close on ctx's end
 
 	once sync.Once
 }
@@ -89,7 +85,6 @@ func (a *adapter) DeprecatedNewLegacyRecorder(name string) record.EventRecorderL
 }
 
 func (a *adapter) Shutdown() {
-	a.stopAfter()
 	a.legacy.Shutdown()
 	a.events.Shutdown()
 }
@@ -104,7 +99,6 @@ func (a *adapter) Flush(ctx context.Context) error {
 
 // ShutdownWithContext shuts both broadcasters down within ctx.
 func (a *adapter) ShutdownWithContext(ctx context.Context) error {
-	a.stopAfter()
 	errLegacy := a.legacy.ShutdownWithContext(ctx)
 	if err := a.events.ShutdownWithContext(ctx); err != nil {
 		return err

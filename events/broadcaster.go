@@ -32,8 +32,6 @@ type broadcaster struct {
 	mu        sync.Mutex
 	recording apiwatch.Interface // the sink's watch while it records
 	stopAfter func() bool        // unregisters the stop of recording on its context's end
-	done      chan struct{}      // closed when shutdown starts
-	closed    bool
 }
 
 var _ EventBroadcaster = (*broadcaster)(nil)
@@ -65,7 +63,7 @@ func newBroadcaster(s record.EventSink, opts []Option) *broadcaster {
 	all = append(all, opts...)
 	rb := record.NewBroadcaster(all...)
 	core, _ := hook.CoreOf(rb)
-	return &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger(), done: make(chan struct{})}
+	return &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
 }
 
 // WithSeriesInterval sets the shortest time between two writes of one
@@ -112,8 +110,7 @@ func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 	go func() {
 		select {
 		case <-stopCh:
-		case <-b.done:
-		case <-b.core.ShutDown(): // shut down through record.WithContext's context
+		case <-b.core.ShutDown(): // however it was shut down (Shutdown, record.WithContext)
 		}
 		cancel()
 	}()
@@ -132,7 +129,7 @@ func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.closed || b.core.Stopping():
+	case b.core.Stopping():
 		return errStopped
 	case b.recording != nil:
 		return errors.New("events: the broadcaster already records to its sink")
@@ -176,10 +173,7 @@ func (b *broadcaster) StartEventWatcher(handler func(event runtime.Object)) (fun
 }
 
 func (b *broadcaster) watch(h func(*v1.Event)) (func(), error) {
-	b.mu.Lock()
-	closed := b.closed || b.core.Stopping()
-	b.mu.Unlock()
-	if closed {
+	if b.core.Stopping() {
 		return nil, errStopped
 	}
 	return b.rb.StartEventWatcher(h).Stop, nil
@@ -223,17 +217,13 @@ func (b *broadcaster) ShutdownWithContext(ctx context.Context) error {
 	return b.rb.ShutdownWithContext(ctx)
 }
 
-// close marks the broadcaster closed: nothing starts any more, and the
-// goroutine of a deprecated StartRecordingToSink ends.
+// close forgets the stop of recording registered on its context: the
+// shutdown stops the sink anyway.
 func (b *broadcaster) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	b.closed = true
-	close(b.done)
 	if b.stopAfter != nil {
 		b.stopAfter()
+		b.stopAfter = nil
 	}
 }
