@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,20 +174,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	if !first {
 		return m.Manager.Start(ctx)
 	}
-	var stoppedAt time.Time
-	var mu sync.Mutex
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		stoppedAt = time.Now()
-		mu.Unlock()
-	})
+	var stoppedAt atomic.Pointer[time.Time]
+	stop := context.AfterFunc(ctx, func() { t := time.Now(); stoppedAt.Store(&t) })
 	err := m.Manager.Start(ctx)
 	stop()
-	mu.Lock()
-	at := stoppedAt
-	mu.Unlock()
-	if at.IsZero() {
-		at = time.Now() // Start failed before ctx ended
+	at := time.Now() // Start failed before ctx ended
+	if t := stoppedAt.Load(); t != nil {
+		at = *t
 	}
 	sctx := context.Background()
 	if m.grace >= 0 {
