@@ -29,10 +29,11 @@
 //   - A slow or stuck watcher fills only its own channel: Flush, Stats,
 //     Shutdown and Start* never wait for it past their context.
 //   - Events are written by a delivery engine (package sink): several
-//     workers, oldest events first; transport errors, timeouts, 5xx and 429
+//     workers, oldest events first; transport errors, timeouts and 5xx
 //     are failures of the server, shared by every event (one probe at a
 //     time, with backoff or after Retry-After, and the first success
-//     releases them all); a 429 cuts an adaptive write rate; Patch NotFound
+//     releases them all); a 429 cuts an adaptive write rate and holds the
+//     refused event for its Retry-After while the others go on; Patch NotFound
 //     falls back to Create; permanent errors are dropped and counted by
 //     reason. An event the server refuses never holds up the others, and
 //     repeats of an event that is still waiting become one write with the

@@ -136,7 +136,9 @@ func WithWriteLimit(qps float64, burst int) BroadcasterOption {
 // WithAdaptiveWriteRate turns the adaptive write rate on (the default) or
 // off. On, a 429 from the API server cuts every sink's write rate, which
 // then grows back (see package sink): many controllers writing to one
-// server converge to its capacity. Off, the rate stays at WithWriteLimit's.
+// server converge to its capacity. Off, the rate stays at WithWriteLimit's
+// and every 429 is handled as a failure of the server (one probe at a time
+// after its Retry-After).
 func WithAdaptiveWriteRate(enabled bool) BroadcasterOption {
 	return func(c *config) { c.engine.DisableAdaptiveRate = !enabled }
 }

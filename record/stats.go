@@ -76,8 +76,10 @@ type Stats struct {
 	// The delivery engines' view of the API server (see package sink):
 	//
 	// Server is probing when a live sink's engine has seen the server fail
-	// (transport errors, timeouts, 5xx, 429) and sends one probe at a time
-	// until one succeeds; healthy otherwise.
+	// (transport errors, timeouts, 5xx, or 429 with nothing accepted
+	// lately) and sends one probe at a time until one succeeds; shedding
+	// when, short of that, one saw a 429 within its Retry-After while the
+	// server accepted other writes; healthy otherwise.
 	Server sink.ServerState
 	// Probes counts the requests sent as probes while the server was seen
 	// down.
@@ -89,7 +91,8 @@ type Stats struct {
 	// RateCuts counts the times a 429 cut a sink's write rate.
 	RateCuts int64
 	// HeldBack counts the pending events that wait only because the
-	// server is seen down or the write rate is spent (a gauge).
+	// server is seen down, asked them to retry later (a 429's
+	// Retry-After) or the write rate is spent (a gauge).
 	HeldBack int64
 	// OldestPending is how long the oldest event not yet written has been
 	// waiting in an engine (pending or in flight); zero when none is.

@@ -30,27 +30,39 @@
 // dispatcher hands keys to several workers, oldest first, never one key to
 // two workers at once, so the count stored in the API server only grows.
 //
-// Failures of the server (transport errors, timeouts, 5xx, 429) are shared:
+// Failures of the server (transport errors, timeouts, 5xx) are shared:
 // after one, every key waits and one probe at a time goes, after an
 // exponential backoff with jitter (Options.BaseDelay, MaxDelay) or the
 // server's Retry-After (capped at MaxDelay); its first success releases
-// every key at once. Answers about one event stay with that key: 404 on a
-// patch creates it, AlreadyExists, Forbidden, Invalid and namespace
-// terminating drop it. A key whose writes fail while the server answers
-// the others is dropped after MaxTries of its own failures; failed probes
-// are not charged to a key, so during an outage events wait, however long
-// it lasts (MaxPending bounds them).
+// every key at once. A 429 is the server shedding load: while it accepts
+// other writes (one succeeded within the Retry-After, at least a second),
+// the refused key waits for the Retry-After, the write rate is cut, and the
+// other keys go on at that rate; with nothing accepted lately it is an
+// outage answered 429, handled as above. Answers about one event stay with
+// that key: 404 on a patch creates it, AlreadyExists, Forbidden, Invalid
+// and namespace terminating drop it. A key whose writes fail while the
+// server answers the others is dropped after MaxTries of its own failures;
+// failed probes and 429s are not charged to a key, so during an outage or
+// overload events wait, however long it lasts (MaxPending bounds them).
 //
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
-// default) whose rate adapts to the server: a 429 cuts it to 0.7 times the
-// rate of recent successful writes, and it grows back by 0.5 writes/s plus
-// 10% per second while writes wait for it (additive increase,
-// multiplicative decrease). In-flight writes are bounded by a window that
-// starts at one and falls back to one after a server-wide failure, as TCP's.
-// Many engines writing to one server then converge to its capacity instead
-// of offering a multiple of it, and send about one probe each per backoff
-// step while it is down. [Stats] shows the server state, the current rate,
-// the events held back and the age of the oldest pending event.
+// default) whose rate adapts to the server, as TCP's congestion window
+// does to losses, with the 429 as the loss and the Retry-After as the
+// round: a 429 cuts the rate to 0.7 times the rate of recent successful
+// writes (once per Retry-After), it grows back by 0.5 writes/s plus 10% per
+// second while writes wait for it, an engine back from a Retry-After pause
+// slow-starts, and one that idles within a minute of trouble restarts
+// gently instead of with its full burst. The growth and the restart are
+// scaled by how much waiting the engine carries (the summed ages of its
+// pending events), so that a fleet serves old events first; engines whose
+// events have waited longest also come back first after a Retry-After.
+// In-flight writes are bounded by a window that starts at one and falls
+// back to one after a server-wide failure. Many engines writing to one
+// server then converge to its capacity instead of offering a multiple of
+// it, drain a shared backlog about oldest first, and send about one probe
+// each per backoff step while it is down. [Stats] shows the server state
+// (healthy, shedding, probing), the current rate, the events held back and
+// the age of the oldest pending event.
 //
 // Options.KeyInterval (off by default) spaces the writes of each key: a hot
 // series (one event repeated many times a second) is then written at most

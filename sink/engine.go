@@ -23,12 +23,14 @@ import (
 // It keeps the newest state of each key (a correlation key: one event on
 // the server) and writes keys oldest first, with several workers, never two
 // writes of one key at once. Failures of the server (transport errors,
-// timeouts, 5xx, 429) are shared: after one, the engine holds every key and
-// sends one probe at a time, after an exponential backoff with jitter (or
-// the server's Retry-After, up to MaxDelay); the first success releases
-// every key at once, through the write budget. The budget is a token bucket
-// (Options.QPS and Burst) whose rate adapts to the server: a 429 cuts it,
-// then it grows back (see [Options.DisableAdaptiveRate]). Answers about one
+// timeouts, 5xx, and 429 with nothing accepted lately) are shared: after
+// one, the engine holds every key and sends one probe at a time, after an
+// exponential backoff with jitter (or the server's Retry-After, up to
+// MaxDelay); the first success releases every key at once, through the
+// write budget. The budget is a token bucket (Options.QPS and Burst) whose
+// rate adapts to the server: a 429 while it accepts other writes cuts it and
+// holds the refused key for the Retry-After, then the rate grows back (see
+// the package documentation and [Options.DisableAdaptiveRate]). Answers about one
 // event (404 on a patch: create it; AlreadyExists, Forbidden, Invalid,
 // namespace terminating: drop it) stay with that key.
 //
@@ -304,7 +306,7 @@ func (e *Engine) Stop(ctx context.Context) int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var abandoned int64
-	for key, en := range e.s.entries {
+	for _, en := range e.s.entries {
 		if t := en.busy; t != nil && !t.abandoned {
 			t.abandoned = true
 			abandoned += t.it.n
@@ -315,10 +317,8 @@ func (e *Engine) Stop(ctx context.Context) int64 {
 			abandoned += it.n
 			releaseAll(it)
 		}
-		delete(e.s.entries, key)
 	}
-	e.s.ready, e.s.later = nil, nil
-	e.s.pendingEvents, e.s.pendingWrites, e.s.delayedEvents = 0, 0, 0
+	e.s.clear()
 	e.c.abandoned += abandoned
 	// What Stop counted, and the writes its cancel ended meanwhile.
 	return e.c.abandoned - before
@@ -340,16 +340,21 @@ func (e *Engine) Stats() Stats {
 	st := e.c.snapshot()
 	st.Pending = e.s.pendingEvents
 	st.Server = ServerHealthy
-	if e.s.health.down {
+	switch {
+	case e.s.health.down:
 		st.Server = ServerProbing
+	case now.Before(e.s.shedUntil):
+		st.Server = ServerShedding
 	}
 	st.Probes = e.s.health.probes
 	st.RateCuts = e.s.pace.cuts
 	st.WriteRate = e.s.pace.current(now)
+	// The events held by a Retry-After, and when the server or the write
+	// budget holds the rest, those: not the keys waiting for their
+	// interval, which neither holds.
+	st.HeldBack = e.s.heldEvents
 	if e.s.heldBack || e.s.health.down {
-		// Not the keys waiting for their interval: neither the server nor
-		// the write budget holds them.
-		st.HeldBack = e.s.pendingEvents - e.s.delayedEvents
+		st.HeldBack += e.s.pendingEvents - e.s.delayedEvents
 	}
 	if t := e.s.oldest(); !t.IsZero() {
 		st.OldestPending = now.Sub(t)

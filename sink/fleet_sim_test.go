@@ -214,15 +214,16 @@ func fleetScenario(opts Options) simConfig {
 // recorded while the server is down for 5 s, then a capacity of 300
 // requests/s with 429 Retry-After 1, and 30 more each 10 s after it
 // returns. The engine before shared health and the adaptive rate sent about
-// 12,000 requests while the server was down and 0.25 writes per request.
+// 12,000 requests while the server was down and 0.25 writes per request;
+// the one before load shedding (every 429 paused the whole engine) stored
+// the first batch 19.5-21 s after the return.
 //
-// Bounds asserted (what this engine reaches, with a margin; issue 13's
-// targets in brackets): everything stored; at most 10 requests per engine
-// while down [10]; at least 0.8 writes per request [0.8]; a peak of at most
-// 1.6x capacity [1.5x; reached: 1.47x-1.51x]; the first batch stored within
-// 25 s of the return [12 s; reached: 19.5-21 s: engines come back over
-// 2-4 s as their probes find the server, and each that finds a second
-// already full sits out the server's Retry-After].
+// Bounds asserted, for six seeds, at the defaults and with no write limit:
+// issue 13's targets, except the peak (1.5x the capacity in the issue): the
+// simulation reaches 1.3x-1.55x (once in twelve seeds above 1.5x: thirteen
+// engines whose probes find the server in the same second each send their
+// 30 at once, as a lone engine back from an outage should), so it asserts
+// 1.6x; the bench row against a real HTTP server checks 1.5x.
 func TestFleetSimulation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -232,7 +233,7 @@ func TestFleetSimulation(t *testing.T) {
 		{"no-write-limit", Options{QPS: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 3; seed++ {
+			for seed := uint64(1); seed <= 6; seed++ {
 				cfg := fleetScenario(tc.opts)
 				cfg.seed = seed
 				r := simulate(cfg)
@@ -250,8 +251,8 @@ func TestFleetSimulation(t *testing.T) {
 				if float64(r.peak) > 1.6*cfg.capacity {
 					t.Errorf("peak %d requests/s, want <= %v", r.peak, 1.6*cfg.capacity)
 				}
-				if r.firstBatchStored < 0 || r.firstBatchStored > 25*time.Second {
-					t.Errorf("first batch stored %v after the return, want <= 25s", r.firstBatchStored)
+				if r.firstBatchStored < 0 || r.firstBatchStored > 12*time.Second {
+					t.Errorf("first batch stored %v after the return, want <= 12s", r.firstBatchStored)
 				}
 			}
 		})

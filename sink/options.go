@@ -31,16 +31,19 @@ type Options struct {
 	QPS   float64
 	Burst int
 	// DisableAdaptiveRate keeps the write rate at QPS whatever the server
-	// answers. By default a 429 cuts the rate (to 0.7 times the rate of
-	// recent successful writes, at least 0.5/s), and it grows back by
-	// 0.5 write/s plus 10% per second: many engines writing to one server
-	// then share its capacity instead of offering a multiple of it.
+	// answers, and every 429 is then handled as a server-wide failure (one
+	// probe after the Retry-After). By default a 429 while the server
+	// accepts other writes cuts the rate (to 0.7 times the rate of recent
+	// successful writes, at least 0.5/s, once per Retry-After), and it
+	// grows back by 0.5 write/s plus 10% per second: many engines writing
+	// to one server then share its capacity instead of offering a multiple
+	// of it (see the package documentation).
 	DisableAdaptiveRate bool
 	// MaxTries is how many failed writes of one key, in a row, drop its
 	// events as retries_exhausted (default 12, client-go's). Only failures
 	// that can be the key's count: a failed probe, sent while the server
-	// was seen down, is the server's failure, so during an outage events
-	// wait (bounded by MaxPending) however long it lasts.
+	// was seen down, and a 429 are the server's, so during an outage or an
+	// overload events wait (bounded by MaxPending) however long it lasts.
 	MaxTries int
 	// MaxPending caps the writes waiting (one per event waiting to be
 	// written; repeats of one event are one write). Default 10000.
@@ -50,7 +53,8 @@ type Options struct {
 	// time in [d/2, d] with d = BaseDelay·2^(n-1) capped at MaxDelay. A
 	// Retry-After from the server is honoured instead, up to MaxDelay (so a
 	// server asking for an hour does not park events for an hour), plus up
-	// to a quarter more at random. Defaults 500 ms and 2 s: an engine sends
+	// to half of it more at random for events just recorded, less for older
+	// ones (the fraction is 1s/(1s+age)). Defaults 500 ms and 2 s: an engine sends
 	// at most one request every 2 s to a server that is down, and finds it
 	// back within 2 s of its return. A negative MaxDelay means no wait at
 	// all (client-go's WithSleepDuration(0)).

@@ -5,38 +5,67 @@ import (
 	"time"
 )
 
-// The adaptive write rate: additive increase, multiplicative decrease on
-// overload (429), as TCP does with its window, so that many engines writing
-// to one API server converge to its capacity instead of offering a
-// multiple of it.
+// The adaptive write rate. Many engines writing to one API server should
+// converge to its capacity instead of offering a multiple of it, and drain a
+// shared backlog oldest first. The pacer is a token bucket whose rate
+// follows TCP's congestion control, with the server's 429 as the loss
+// signal and its Retry-After as the round:
 //
-// On a 429 the rate is cut to aimdCut times the lower of the current rate
-// and the rate of successful writes over the last second or so: the
-// successes measure this engine's share of what the server accepts, and
-// aimdCut < 1 leaves room for the others. One cut per round: 429s of
-// requests sent before the last cut do not cut again (they were sent at the
-// old rate). Then the rate grows by aimdAdd + aimdGrow·rate writes/s every
-// second until it is back at the configured limit: the additive term is what
-// makes a fleet of N engines share the capacity fairly (each adds the same),
-// the proportional one brings a lone engine back to a high limit in tens of
-// seconds, not hours.
+//   - Cut. A 429 cuts the rate to aimdCut times the lower of the rate and
+//     the rate of successful writes over the last second or so (this
+//     engine's measured share of what the server accepts), and that becomes
+//     the threshold of slow start. One cut per round: a 429 of a request
+//     sent before the last cut, or within the Retry-After (at least a
+//     second) of it, tells of the same overload and does not cut again.
+//   - Growth. While the rate holds writes back, it grows by
+//     aimdAdd·weight + aimdGrow·rate writes/s per second, back up to the
+//     configured limit. The additive term makes engines share fairly (each
+//     adds the same, scaled by its weight); the proportional one brings a
+//     lone engine back to a high limit in seconds.
+//   - Slow start. An engine that paused for a Retry-After resumes at
+//     restartRate·weight and gains slowStep·weight writes/s per success
+//     (doubling about every 0.7 s) up to the threshold.
+//   - Restart after idle (as TCP after an idle period, RFC 2861). An engine
+//     that had nothing to write keeps the rate it earned, but within
+//     disturbMemory of a 429 or an outage it halves that rate per idle
+//     second (down to restartRate) and keeps at most one token, and
+//     slow-starts back: a fleet whose engines go quiet and get new events
+//     at once (a second wave) does not come back at the full rate and
+//     burst of each.
+//
+// The weight tells how much waiting an engine carries: the sum of the ages
+// of its pending events, over waitUnit event-seconds, between minWeight and
+// maxWeight. Engines with more and older events waiting grow faster and
+// resume higher, so that a fleet serves them first: a fleet drains its
+// backlog roughly in age order (new events yield to old ones), and engines
+// that came back late from an outage catch up instead of finishing last.
 const (
-	aimdCut  = 0.7 // multiplicative decrease (TCP CUBIC's β)
-	aimdAdd  = 0.5 // writes/s gained per second
-	aimdGrow = 0.1 // and this fraction of the rate per second
+	aimdCut     = 0.7  // multiplicative decrease (TCP CUBIC's β)
+	aimdAdd     = 0.5  // writes/s gained per second, times the weight
+	aimdGrow    = 0.1  // and this fraction of the rate per second
+	restartRate = 2.0  // writes/s after a Retry-After pause or an idle period, times the weight
+	slowStep    = 1.0  // writes/s gained per success in slow start, times the weight
+	waitUnit    = 100  // event-seconds of waiting for a weight of 1
+	minWeight   = 0.25 // an engine whose events are all new
+	maxWeight   = 3.0
 	// minRate is the floor of the adaptive rate, in writes/s: an engine
-	// that is cut again and again still tries one write every two seconds
-	// (behind the server's Retry-After, which pauses it anyway).
+	// that is cut again and again still tries one write every two seconds.
 	minRate = 0.5
 	// uncapRate: with no configured limit, a rate grown past this is no
 	// limit again.
 	uncapRate = 10000
 	// successWindow is the time constant of the measured success rate.
 	successWindow = time.Second
+	// idleHalving: after a disturbance, an idle engine's rate halves
+	// with every idleHalving of idleness.
+	idleHalving = time.Second
+	// disturbMemory is how long after a 429 or a server-wide failure an
+	// idle engine restarts gently.
+	disturbMemory = time.Minute
 )
 
-// pacer is the engine's write budget: a token bucket whose rate adapts to
-// the server's answers. The zero value is not usable: call init.
+// pacer is the engine's write budget. The zero value is not usable: call
+// init.
 type pacer struct {
 	adaptive bool
 	ceiling  float64 // configured limit in writes/s; +Inf: none
@@ -44,13 +73,18 @@ type pacer struct {
 	rate     float64 // current limit, <= ceiling; +Inf: none
 	tokens   float64
 	last     time.Time // tokens and rate brought up to date at
+	thresh   float64   // slow start ends here (+Inf: at the ceiling)
+	slow     bool      // in slow start
+	weight   float64   // set by the scheduler before each use
 	cutAt    time.Time // the last cut
 	cuts     int64     // cuts made
+	// disturbed is when the server last failed or shed load (zero: never).
+	disturbed time.Time
 
-	okRate float64       // successes per second, decaying with successWindow
-	okAt   time.Time     // okRate measured at
-	active time.Duration // time the success rate has been measured (server up)
-	paused bool          // the server is seen down: the measure stands still
+	okRate float64   // successes per second, decaying with successWindow
+	okAt   time.Time // okRate measured at
+	lastOK time.Time // the last success
+	paused bool      // the server is seen down: the measure stands still
 }
 
 func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
@@ -61,8 +95,16 @@ func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
 	}
 	p.burst = math.Max(1, float64(burst))
 	p.rate = p.ceiling
+	p.thresh = math.Inf(1)
 	p.tokens = p.burst
+	p.weight = 1
 	p.last, p.okAt = now, now
+}
+
+// weightOf is the weight of an engine whose pending events have waited
+// wait event-seconds in all.
+func weightOf(wait float64) float64 {
+	return math.Max(minWeight, math.Min(maxWeight, wait/waitUnit))
 }
 
 // advance refills the bucket and grows the rate up to now.
@@ -73,24 +115,29 @@ func (p *pacer) advance(now time.Time) {
 	}
 	p.last = now
 	// The rate grows only while it is what holds the writes back (the
-	// bucket is empty): an idle engine keeps the rate it has earned, so
-	// that a fleet whose engines go quiet and come back at once does not
-	// come back at the full configured rate.
+	// bucket is empty).
 	if p.rate < p.ceiling && p.tokens < 1 {
 		// dr/dt = add + grow·r, integrated exactly over dt.
-		r := (p.rate+aimdAdd/aimdGrow)*math.Exp(aimdGrow*dt) - aimdAdd/aimdGrow
-		if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && r >= uncapRate) {
-			r = p.ceiling
-		}
-		p.rate = r
+		add := aimdAdd * p.weight
+		r := (p.rate+add/aimdGrow)*math.Exp(aimdGrow*dt) - add/aimdGrow
+		p.setRate(r)
 	}
 	if !math.IsInf(p.rate, 1) {
 		p.tokens = math.Min(p.bucket(), p.tokens+p.rate*dt)
 	}
 }
 
+// setRate sets the rate to r, capped at the ceiling (and no limit again past
+// uncapRate when there is no ceiling).
+func (p *pacer) setRate(r float64) {
+	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && r >= uncapRate) {
+		r = p.ceiling
+	}
+	p.rate = r
+}
+
 // bucket is the burst at the current rate: the configured burst at the
-// configured limit, about one second of writes below it.
+// configured limit, about half a second of writes below it.
 func (p *pacer) bucket() float64 {
 	if p.rate >= p.ceiling {
 		return p.burst
@@ -114,8 +161,22 @@ func (p *pacer) take(now time.Time) time.Duration {
 
 // success records a successful write.
 func (p *pacer) success(now time.Time) {
+	p.lastOK = now
+	if p.slow {
+		p.advance(now)
+		p.setRate(p.rate + slowStep*p.weight)
+		if p.rate >= p.thresh {
+			p.rate, p.slow = p.thresh, false
+		}
+	}
 	p.decay(now)
 	p.okRate += 1 / successWindow.Seconds()
+}
+
+// answered reports whether a write succeeded within d before now: the
+// server is up and shedding load, not down.
+func (p *pacer) answered(now time.Time, d time.Duration) bool {
+	return !p.lastOK.IsZero() && now.Sub(p.lastOK) < d
 }
 
 // decay ages the success rate to now. Only the time the server was seen up
@@ -127,7 +188,6 @@ func (p *pacer) decay(now time.Time) {
 	}
 	if dt := now.Sub(p.okAt); dt > 0 {
 		p.okRate *= math.Exp(-dt.Seconds() / successWindow.Seconds())
-		p.active += dt
 		p.okAt = now
 	}
 }
@@ -146,30 +206,79 @@ func (p *pacer) resume(now time.Time) {
 	}
 }
 
-// measured is the success rate, corrected for a short history (an
-// exponential average that started at zero reads low at first).
-func (p *pacer) measured() float64 {
-	w := 1 - math.Exp(-p.active.Seconds()/successWindow.Seconds())
-	if w < 0.1 {
-		w = 0.1
+// shed records a 429 answered while the server accepts other writes
+// (retryAfter: its Retry-After, zero if none), for a request sent at
+// sentAt. The rate is cut once per round: not for a request sent before
+// the last cut, nor within the Retry-After (at least a second) of it.
+func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
+	p.disturbed = now
+	if !p.adaptive || sentAt.Before(p.cutAt) ||
+		(!p.cutAt.IsZero() && now.Before(p.cutAt.Add(max(retryAfter, time.Second)))) {
+		return
 	}
-	return p.okRate / w
+	p.advance(now)
+	p.decay(now)
+	if r := math.Max(minRate, aimdCut*math.Min(p.rate, p.okRate)); r < p.rate {
+		p.rate = r
+		p.tokens = math.Min(p.tokens, p.bucket())
+	}
+	p.thresh, p.slow = p.rate, false
+	p.cutAt = now
+	p.cuts++
 }
 
-// overload records a 429 for a request sent at sentAt.
+// overload records a 429 that made the engine pause (the server accepted
+// nothing of it lately), for a request sent at sentAt: once per round, the
+// threshold of the slow start that follows the pause becomes aimdCut
+// times the lower of the rate and the success rate, and at least
+// restartRate·weight (an engine with nothing measured resumes there).
 func (p *pacer) overload(now, sentAt time.Time) {
+	p.disturbed = now
 	if !p.adaptive || sentAt.Before(p.cutAt) {
 		return
 	}
 	p.advance(now)
 	p.decay(now)
-	r := math.Max(minRate, aimdCut*math.Min(p.rate, p.measured()))
-	if r < p.rate {
-		p.rate = r
-		p.tokens = math.Min(p.tokens, p.bucket())
-	}
+	p.thresh = math.Max(restartRate*p.weight, aimdCut*math.Min(p.rate, p.okRate))
+	p.rate = math.Min(p.rate, p.thresh)
+	p.tokens = math.Min(p.tokens, p.bucket())
+	p.slow = false
 	p.cutAt = now
 	p.cuts++
+}
+
+// failed records a server-wide failure other than a 429.
+func (p *pacer) failed(now time.Time) { p.disturbed = now }
+
+// restartAfterPause is called when the server answers again after a pause
+// for its Retry-After: slow start from restartRate·weight.
+func (p *pacer) restartAfterPause(now time.Time) {
+	if !p.adaptive {
+		return
+	}
+	p.advance(now)
+	p.setRate(math.Min(p.thresh, restartRate*p.weight))
+	p.slow = p.rate < p.thresh
+	p.tokens = math.Min(p.tokens, 1)
+}
+
+// restartAfterIdle is called when an engine that was idle for idle gets a
+// write to do.
+func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration) {
+	if !p.adaptive || p.disturbed.IsZero() || now.Sub(p.disturbed) > disturbMemory || idle <= 0 {
+		return
+	}
+	p.advance(now)
+	r := restartRate
+	if !math.IsInf(p.rate, 1) {
+		r = math.Max(r, p.rate*math.Exp2(-idle.Seconds()/idleHalving.Seconds()))
+	}
+	if r < p.rate {
+		p.thresh = math.Min(p.thresh, p.rate)
+		p.rate = r
+		p.slow = p.rate < p.thresh
+	}
+	p.tokens = math.Min(p.tokens, 1)
 }
 
 // current returns the rate now (+Inf: no limit) without changing the

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"container/heap"
 	"math/rand/v2"
 	"time"
@@ -43,8 +44,21 @@ type sched struct {
 	// What is waiting, in events (an item stands for item.n events).
 	pendingEvents int64 // in queues (ready or not)
 	pendingWrites int   // items in queues: what MaxPending bounds
-	delayedEvents int64 // in queues of entries in later: waiting for their key's interval
+	delayedEvents int64 // in queues of entries in later (their key's interval, or a Retry-After)
+	heldEvents    int64 // of those, the ones held by a Retry-After
+	heldKeys      int   // entries in later held by a Retry-After
 	heldBack      bool  // the last next() found ready writes but was held by health or rate
+	// sinceSum is the sum over the queued items of n times since (in
+	// seconds after t0): with pendingEvents it gives the total waiting of
+	// the queued events, which weighs the adaptive rate.
+	sinceSum float64
+	t0       time.Time
+	// idleSince is when the engine last had nothing queued or under way
+	// (zero while it has).
+	idleSince time.Time
+	// shedUntil: the server shed load (a 429 while it accepted other
+	// writes) until then, as Stats reports it.
+	shedUntil time.Time
 }
 
 // entry is the state of one key (one correlation key: one event on the
@@ -59,8 +73,9 @@ type entry struct {
 	order       int64 // position in the ready order: unix ns of its oldest waiting event
 	seq         uint64
 	idx         int       // index in the ready heap, -1 when not in it
-	readyAt     time.Time // in later: when the key's interval has passed
+	readyAt     time.Time // in later: when the key's interval or Retry-After has passed
 	lidx        int       // index in the later heap, -1 when not in it
+	held        bool      // in later for the server's Retry-After, not for the key's interval
 }
 
 // item is one write: the newest state of one event and what it stands for.
@@ -105,9 +120,29 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 		entries:    map[string]*entry{},
 		window:     1, // grows with the first successes, as TCP's initial window
 		workers:    o.Workers,
+		t0:         now,
+		idleSince:  now,
 	}
 	s.pace.init(o.QPS, o.Burst, !o.DisableAdaptiveRate, now)
 	return s
+}
+
+// count adds (sign 1) or removes (sign -1) it to or from the waiting
+// total.
+func (s *sched) count(it *item, sign float64) {
+	s.sinceSum += sign * float64(it.n) * it.since.Sub(s.t0).Seconds()
+}
+
+// weigh sets the pacer's weight from the waiting of the queued events,
+// plus extra (a write that just returned).
+func (s *sched) weigh(now time.Time, extra *item) {
+	n := float64(s.pendingEvents)
+	sum := s.sinceSum
+	if extra != nil {
+		n += float64(extra.n)
+		sum += float64(extra.n) * extra.since.Sub(s.t0).Seconds()
+	}
+	s.pace.weight = weightOf(n*now.Sub(s.t0).Seconds() - sum)
 }
 
 // add queues the newest state of key. It returns false when MaxPending
@@ -119,20 +154,31 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 		if last.ev.Name == it.ev.Name {
 			// The same event on the server: the newer state carries the
 			// older one's count, so it replaces it.
+			s.sinceSum += float64(it.n) * last.since.Sub(s.t0).Seconds()
+			s.pendingEvents += it.n
+			if en.lidx >= 0 {
+				s.delayedEvents += it.n
+				if en.held {
+					s.heldEvents += it.n
+				}
+			}
 			it.n += last.n
 			it.create = it.create || last.create
 			it.waiters = last.waiters
 			it.since = last.since
 			en.queue[len(en.queue)-1] = it
-			s.pendingEvents++
-			if en.lidx >= 0 {
-				s.delayedEvents++
-			}
 			return true
 		}
 	}
 	if s.pendingWrites >= s.maxPending {
 		return false
+	}
+	if s.pendingWrites == 0 && s.inFlight == 0 && !s.idleSince.IsZero() {
+		// Work again after a quiet time: the rate restarts gently if the
+		// server was in trouble lately.
+		s.weigh(now, it)
+		s.pace.restartAfterIdle(now, now.Sub(s.idleSince))
+		s.idleSince = time.Time{}
 	}
 	if en == nil {
 		en = &entry{key: key, idx: -1, lidx: -1}
@@ -141,11 +187,16 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 	// Another name (or none waiting): a write of its own, after the ones
 	// waiting, so that no count is lost.
 	en.queue = append(en.queue, it)
-	s.pendingEvents++
+	s.count(it, 1)
+	s.pendingEvents += it.n
 	s.pendingWrites++
 	switch {
 	case en.lidx >= 0:
-		s.delayedEvents++ // it waits for the key's interval
+		// It waits for the key's interval or Retry-After.
+		s.delayedEvents += it.n
+		if en.held {
+			s.heldEvents += it.n
+		}
 	case en.busy == nil && en.idx < 0:
 		s.push(en, it.since.UnixNano())
 	}
@@ -189,11 +240,24 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		probe = true
 		s.health.probing = true
 		s.health.probes++
-	} else if wait := s.pace.take(now); wait > 0 {
-		s.heldBack = true
-		return nil, earliest(now.Add(wait), wake)
+	} else {
+		s.weigh(now, nil)
+		if wait := s.pace.take(now); wait > 0 {
+			s.heldBack = true
+			return nil, earliest(now.Add(wait), wake)
+		}
 	}
-	en := heap.Pop(&s.ready).(*entry)
+	var en *entry
+	if !probe && s.heldKeys > 0 {
+		// A key held by a Retry-After whose event is older than every
+		// ready one goes first: the server's load is the rate's business,
+		// and holding the key longer would only put younger events ahead
+		// of it.
+		en = s.releaseOlderHeld(s.ready[0].order)
+	}
+	if en == nil {
+		en = heap.Pop(&s.ready).(*entry)
+	}
 	if probe && en.probeFailed && len(s.ready) > 0 {
 		// The oldest key failed the last probe it was: probe with the
 		// next one, so that a key whose writes fail (a poison key) does
@@ -205,6 +269,7 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	it := en.queue[0]
 	en.queue[0] = nil
 	en.queue = en.queue[1:]
+	s.count(it, -1)
 	s.pendingEvents -= it.n
 	s.pendingWrites--
 	t := &task{en: en, it: it, probe: probe, sentAt: now}
@@ -228,6 +293,11 @@ func (s *sched) promote(now time.Time) {
 	for len(s.later) > 0 && !s.later[0].readyAt.After(now) {
 		en := heap.Pop(&s.later).(*entry)
 		s.delayedEvents -= queued(en)
+		if en.held {
+			s.heldEvents -= queued(en)
+			s.heldKeys--
+			en.held = false
+		}
 		if len(en.queue) > 0 {
 			s.push(en, en.queue[0].since.UnixNano())
 		} else if s.entries[en.key] == en {
@@ -238,13 +308,13 @@ func (s *sched) promote(now time.Time) {
 
 // releaseDelayed makes every entry that waits for its interval with writes
 // queued ready at once (a Flush does not wait out intervals). The entries
-// with none stay, to remember their key's last write. It reports whether
-// it released any.
+// with none stay, to remember their key's last write, and so do those held
+// by the server's Retry-After. It reports whether it released any.
 func (s *sched) releaseDelayed() bool {
 	released := false
 	kept := s.later[:0]
 	for _, en := range s.later {
-		if len(en.queue) == 0 {
+		if len(en.queue) == 0 || en.held {
 			en.lidx = len(kept)
 			kept = append(kept, en)
 			continue
@@ -287,10 +357,14 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 	en := t.en
 	en.busy = nil
 	s.inFlight--
+	s.weigh(now, t.it)
 	switch out {
 	case outWritten, outDropped:
 		en.probeFailed = false
 		// The server answered: it is up.
+		if s.health.down && s.health.overloaded {
+			s.pace.restartAfterPause(now)
+		}
 		s.health.up()
 		s.pace.resume(now)
 		if out == outWritten {
@@ -299,20 +373,38 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		s.window = min(s.workers, s.window+1)
 		en.failures = 0
 	case outServerFailed:
+		if overload && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(retryAfter, time.Second)) {
+			// The server sheds load but accepts other writes: this write
+			// waits for the Retry-After (as client-go's REST client
+			// would make it wait), the rate is cut, and the other keys
+			// go on at that rate. The key is not charged a try.
+			s.pace.shed(now, t.sentAt, retryAfter)
+			s.shedUntil = now.Add(max(retryAfter, time.Second))
+			s.requeue(en, t.it)
+			s.hold(en, now.Add(cmp.Or(retryAfter, s.base)))
+			return false, true
+		}
 		if t.probe {
 			s.health.probing = false
 		}
-		s.health.fail(now, t.sentAt, t.probe, retryAfter, s.base, s.max, s.rnd)
+		age := now.Sub(t.it.since)
+		if len(s.ready) > 0 {
+			age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
+		}
+		s.health.fail(now, t.sentAt, t.probe, retryAfter, age, s.base, s.max, s.rnd)
 		s.window = 1
 		defer s.pace.pause(now) // after a cut, which measures up to now
 		if overload {
 			s.pace.overload(now, t.sentAt)
+		} else {
+			s.pace.failed(now)
 		}
 		// A failed probe is the server's failure, not the key's: while
 		// the server is down events wait, however long (MaxPending bounds
-		// them). A key that fails while the server answers the others is
-		// charged, and dropped after maxTries.
-		if !t.probe {
+		// them). So is a 429: the server sheds load, whatever the event.
+		// A key that fails otherwise while the server answers the others
+		// is charged, and dropped after maxTries.
+		if !t.probe && !overload {
 			en.failures++
 		}
 		if en.failures >= s.maxTries {
@@ -329,6 +421,7 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 			s.health.probing = false
 		}
 	}
+	defer s.noteIdle(now)
 	if (out == outWritten || out == outDropped) && s.interval > 0 && s.entries[en.key] == en {
 		// The server answered about this key: its next write waits until
 		// the interval since this one was sent has passed, unless a Flush
@@ -351,24 +444,77 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 	return exhausted, false
 }
 
+// noteIdle records when the engine ran out of work.
+func (s *sched) noteIdle(now time.Time) {
+	if s.pendingWrites == 0 && s.inFlight == 0 {
+		s.idleSince = now
+	}
+}
+
+// hold puts en, with writes queued and in no heap, in later until at: the
+// server's Retry-After.
+func (s *sched) hold(en *entry, at time.Time) {
+	en.readyAt, en.held = at, true
+	heap.Push(&s.later, en)
+	q := queued(en)
+	s.delayedEvents += q
+	s.heldEvents += q
+	s.heldKeys++
+}
+
+// releaseOlderHeld takes out of later the held entry with the oldest
+// waiting event, if that event is older than order (unix ns), and returns
+// it; otherwise nil.
+func (s *sched) releaseOlderHeld(order int64) *entry {
+	var best *entry
+	for _, en := range s.later {
+		if en.held && len(en.queue) > 0 {
+			if o := en.queue[0].since.UnixNano(); o < order && (best == nil || o < best.queue[0].since.UnixNano()) {
+				best = en
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	heap.Remove(&s.later, best.lidx)
+	q := queued(best)
+	s.delayedEvents -= q
+	s.heldEvents -= q
+	s.heldKeys--
+	best.held = false
+	return best
+}
+
 // requeue puts it back at the front of en's queue, merged with the next
 // write when that is the same event (which then carries it).
 func (s *sched) requeue(en *entry, it *item) {
 	s.pendingEvents += it.n
 	if len(en.queue) > 0 && en.queue[0].ev.Name == it.ev.Name {
 		nx := en.queue[0]
+		s.count(nx, -1)
 		nx.n += it.n
 		nx.create = nx.create || it.create
 		nx.waiters = append(nx.waiters, it.waiters...)
 		if it.since.Before(nx.since) {
 			nx.since = it.since
 		}
+		s.count(nx, 1)
 		return
 	}
+	s.count(it, 1)
 	en.queue = append(en.queue, nil)
 	copy(en.queue[1:], en.queue)
 	en.queue[0] = it
 	s.pendingWrites++
+}
+
+// clear forgets every queued write (the engine stopped).
+func (s *sched) clear() {
+	clear(s.entries)
+	s.ready, s.later = nil, nil
+	s.pendingEvents, s.pendingWrites, s.delayedEvents, s.heldEvents, s.heldKeys = 0, 0, 0, 0, 0
+	s.sinceSum = 0
 }
 
 // oldest returns when the oldest event not yet written was added (zero if
@@ -391,32 +537,45 @@ func (s *sched) oldest() time.Time {
 // health is the shared view of the API server: up, or down with one probe
 // at a time after an exponential backoff.
 type health struct {
-	down     bool
-	probing  bool      // the probe is under way
-	probeAt  time.Time // when the next probe may go
-	failures int       // consecutive escalations of the backoff
-	since    time.Time // when the server was last seen failing (the last escalation)
-	probes   int64     // probes sent
+	down       bool
+	probing    bool      // the probe is under way
+	probeAt    time.Time // when the next probe may go
+	failures   int       // consecutive escalations of the backoff
+	since      time.Time // when the server was last seen failing (the last escalation)
+	probes     int64     // probes sent
+	overloaded bool      // down for a Retry-After (a 429), not an outage
 }
+
+// raJitter is the most, as a fraction of the Retry-After, that an engine
+// adds to it before its probe, for events just recorded; events that have
+// waited longer add less (see fail).
+const raJitter = 0.5
 
 // fail records a server-wide failure of a request sent at sentAt. The
 // backoff grows only with failures that tell something new: the probe's, or
 // the first one, or one of a request sent after the last escalation; the
 // others are requests that were under way when the server went down.
-func (h *health) fail(now, sentAt time.Time, probe bool, retryAfter, base, max time.Duration, rnd *rand.Rand) {
+//
+// age is how long the oldest of the engine's waiting events has waited.
+func (h *health) fail(now, sentAt time.Time, probe bool, retryAfter, age, base, max time.Duration, rnd *rand.Rand) {
 	if h.down && !probe && sentAt.Before(h.since) {
 		return
 	}
 	h.down = true
 	h.since = now
+	h.overloaded = retryAfter > 0
 	var d time.Duration
 	if ra := min(retryAfter, max); ra > 0 {
-		// The server said when to come back: then, and up to a quarter
-		// later at random, so that the engines it told the same thing do
-		// not all come back in the same instant. The exponential backoff
-		// does not grow: the server is answering, and the adaptive rate
-		// deals with its load.
-		d = ra + time.Duration(rnd.Int64N(int64(ra/4)+1))
+		// The server said when to come back: then, and a little later at
+		// random, so that the engines it told the same thing do not all
+		// come back in the same instant. The random part is up to
+		// raJitter of the Retry-After for new events and shrinks as
+		// 1s/(1s+age): engines whose events have waited longest come back
+		// first, so that a fleet drains its backlog oldest first. The
+		// exponential backoff does not grow: the server is answering,
+		// and the adaptive rate deals with its load.
+		j := float64(ra) * raJitter * rnd.Float64() * float64(time.Second) / float64(time.Second+age)
+		d = ra + time.Duration(j)
 	} else {
 		h.failures++
 		d = backoff(h.failures, base, max, rnd)

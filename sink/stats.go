@@ -27,9 +27,11 @@ type Stats struct {
 	// Dropped counts events given up for good, by reason.
 	Dropped Drops
 
-	// Server is the engine's view of the API server: healthy, or probing
-	// (a server-wide failure was seen; one request at a time goes until
-	// one succeeds).
+	// Server is the engine's view of the API server: healthy, shedding
+	// (it answered 429 within the last Retry-After while accepting other
+	// writes: the rate is cut, the rejected keys wait, the others go on)
+	// or probing (a server-wide failure was seen; one request at a time
+	// goes until one succeeds).
 	Server ServerState
 	// Probes counts the requests sent as probes while the server was
 	// seen down.
@@ -41,27 +43,38 @@ type Stats struct {
 	// RateCuts counts the times a 429 cut the write rate.
 	RateCuts int64
 	// HeldBack counts the pending events that wait only because the
-	// server is down or the write budget is spent (a gauge).
+	// server is down, asked them to retry later (a 429's Retry-After) or
+	// the write budget is spent (a gauge).
 	HeldBack int64
 	// OldestPending is the age of the oldest event not yet written
 	// (pending or in flight); zero when none is.
 	OldestPending time.Duration
 }
 
-// ServerState is the engine's view of the API server.
+// ServerState is the engine's view of the API server, in rising order of
+// trouble.
 type ServerState int
 
 const (
 	// ServerHealthy: writes go at the write rate.
 	ServerHealthy ServerState = iota
-	// ServerProbing: the last request failed for a server-wide reason;
-	// one probe at a time goes, after a backoff, until one succeeds.
+	// ServerShedding: the server answered 429 within its Retry-After (at
+	// least a second) while it accepted other writes: the write rate was
+	// cut, the keys it refused wait for the Retry-After, and the others
+	// go on at the cut rate.
+	ServerShedding
+	// ServerProbing: the last request failed for a server-wide reason
+	// (or was answered 429 with nothing accepted lately); one probe at a
+	// time goes, after a backoff or the Retry-After, until one succeeds.
 	ServerProbing
 )
 
-// String returns "healthy" or "probing".
+// String returns "healthy", "shedding" or "probing".
 func (s ServerState) String() string {
-	if s == ServerProbing {
+	switch s {
+	case ServerShedding:
+		return "shedding"
+	case ServerProbing:
 		return "probing"
 	}
 	return "healthy"

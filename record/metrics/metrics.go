@@ -21,7 +21,7 @@ type Collector struct {
 	evictions, queued, pending, inFlight *prometheus.Desc
 
 	// The delivery engines' view of the API server.
-	probing, probes, writeRate, rateCuts, heldBack, oldestPending *prometheus.Desc
+	probing, shedding, probes, writeRate, rateCuts, heldBack, oldestPending *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -47,14 +47,16 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 		inFlight:   d("in_flight", "Events in a write under way."),
 
 		probing: prometheus.NewDesc("herald_server_probing",
-			"1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, 429) and sends one probe at a time, else 0.", nil, constLabels),
+			"1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, or 429 with nothing accepted lately) and sends one probe at a time, else 0.", nil, constLabels),
+		shedding: prometheus.NewDesc("herald_server_shedding",
+			"1 while a sink's API server sheds load (it answered 429 within its Retry-After while accepting other writes) and no sink sees it down, else 0.", nil, constLabels),
 		probes: prometheus.NewDesc("herald_server_probes_total",
 			"Requests sent as probes while the API server was seen down.", nil, constLabels),
 		writeRate: prometheus.NewDesc("herald_write_rate",
 			"Current write budget of the sinks in writes per second: the configured limit, or less after 429s (+Inf: no limit).", nil, constLabels),
 		rateCuts: prometheus.NewDesc("herald_write_rate_cuts_total",
 			"Times a 429 from the API server cut a sink's write rate.", nil, constLabels),
-		heldBack:      d("held_back", "Pending events waiting only because the API server is seen down or the write rate is spent."),
+		heldBack:      d("held_back", "Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After) or the write rate is spent."),
 		oldestPending: d("oldest_pending_seconds", "Age of the oldest event not yet written (0 when none is)."),
 	}
 }
@@ -63,7 +65,7 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.recorded, c.written, c.coalesced, c.filtered, c.aggregated,
 		c.dropped, c.retries, c.abandoned, c.evictions, c.queued, c.pending, c.inFlight,
-		c.probing, c.probes, c.writeRate, c.rateCuts, c.heldBack, c.oldestPending} {
+		c.probing, c.shedding, c.probes, c.writeRate, c.rateCuts, c.heldBack, c.oldestPending} {
 		ch <- d
 	}
 }
@@ -97,6 +99,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		probing = 1
 	}
 	gauge(c.probing, probing)
+	shedding := 0.0
+	if s.Server == sink.ServerShedding {
+		shedding = 1
+	}
+	gauge(c.shedding, shedding)
 	counter(c.probes, s.Probes)
 	gauge(c.writeRate, s.WriteRate)
 	counter(c.rateCuts, s.RateCuts)

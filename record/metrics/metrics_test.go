@@ -100,9 +100,12 @@ func TestServerStateMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(src, nil))
 	want := `
-# HELP herald_server_probing 1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, 429) and sends one probe at a time, else 0.
+# HELP herald_server_probing 1 while a sink has seen the API server fail (transport errors, timeouts, 5xx, or 429 with nothing accepted lately) and sends one probe at a time, else 0.
 # TYPE herald_server_probing gauge
 herald_server_probing 1
+# HELP herald_server_shedding 1 while a sink's API server sheds load (it answered 429 within its Retry-After while accepting other writes) and no sink sees it down, else 0.
+# TYPE herald_server_shedding gauge
+herald_server_shedding 0
 # HELP herald_server_probes_total Requests sent as probes while the API server was seen down.
 # TYPE herald_server_probes_total counter
 herald_server_probes_total 4
@@ -112,17 +115,38 @@ herald_write_rate 12.5
 # HELP herald_write_rate_cuts_total Times a 429 from the API server cut a sink's write rate.
 # TYPE herald_write_rate_cuts_total counter
 herald_write_rate_cuts_total 2
-# HELP herald_events_held_back Pending events waiting only because the API server is seen down or the write rate is spent.
+# HELP herald_events_held_back Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After) or the write rate is spent.
 # TYPE herald_events_held_back gauge
 herald_events_held_back 7
 # HELP herald_events_oldest_pending_seconds Age of the oldest event not yet written (0 when none is).
 # TYPE herald_events_oldest_pending_seconds gauge
 herald_events_oldest_pending_seconds 3
 `
-	names := []string{"herald_server_probing", "herald_server_probes_total", "herald_write_rate", "herald_write_rate_cuts_total",
+	names := []string{"herald_server_probing", "herald_server_shedding", "herald_server_probes_total", "herald_write_rate", "herald_write_rate_cuts_total",
 		"herald_events_held_back", "herald_events_oldest_pending_seconds"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
+	}
+	// Shedding, short of probing.
+	shed := prometheus.NewPedanticRegistry()
+	shed.MustRegister(metrics.NewCollector(fixedStats{Server: sink.ServerShedding}, nil))
+	for name, v := range map[string]float64{"herald_server_probing": 0, "herald_server_shedding": 1} {
+		mfs, err := shed.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				found = true
+				if got := mf.GetMetric()[0].GetGauge().GetValue(); got != v {
+					t.Errorf("%s = %v while shedding, want %v", name, got, v)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s not exported", name)
+		}
 	}
 	if problems, err := testutil.CollectAndLint(metrics.NewCollector(src, nil)); err != nil || len(problems) > 0 {
 		t.Fatalf("lint: %v %v", problems, err)

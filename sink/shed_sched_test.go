@@ -1,0 +1,323 @@
+package sink
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// writeOK dispatches the next write at now and records its success.
+func writeOK(t *testing.T, s *sched, now time.Time) *task {
+	t.Helper()
+	tk, _ := s.next(now)
+	if tk == nil {
+		t.Fatalf("no write at %v", now)
+	}
+	s.finish(tk, outWritten, 0, false, now)
+	return tk
+}
+
+// A 429 while the server accepts other writes is load shedding, not an
+// outage: the engine stays up, its rate is cut once, the rejected key waits
+// the Retry-After without being charged a try, and the other keys go on.
+func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{QPS: 100, Burst: 100, MaxTries: 2}, t0)
+	for i := range 40 { // a measured share of about 40 writes/s
+		at := t0.Add(time.Duration(i) * 25 * time.Millisecond)
+		s.add(fmt.Sprint("warm", i), schedItem(fmt.Sprint("w", i), at), at)
+		writeOK(t, s, at)
+	}
+	t0 = t0.Add(time.Second)
+	for i := range 5 {
+		s.add(fmt.Sprint("k", i), schedItem(fmt.Sprint("e", i), t0), t0)
+	}
+	now := t0.Add(10 * time.Millisecond)
+	tk, _ := s.next(now)
+	rate := s.pace.current(now)
+	exhausted, requeued := s.finish(tk, outServerFailed, time.Second, true, now)
+	if exhausted || !requeued {
+		t.Fatalf("429 while shedding: exhausted %v requeued %v", exhausted, requeued)
+	}
+	if s.health.down || s.pace.cuts != 1 || s.pace.current(now) >= rate {
+		t.Fatalf("after a shed 429: down %v cuts %d rate %v (was %v)", s.health.down, s.pace.cuts, s.pace.current(now), rate)
+	}
+	if s.heldEvents != 1 || s.heldKeys != 1 || tk.en.failures != 0 {
+		t.Fatalf("held %d events in %d keys, failures %d", s.heldEvents, s.heldKeys, tk.en.failures)
+	}
+	// A second 429 within the Retry-After does not cut again.
+	tk2, _ := s.next(now)
+	if tk2 == nil || tk2.en == tk.en {
+		t.Fatalf("the other keys do not go on: %v", tk2)
+	}
+	s.finish(tk2, outServerFailed, time.Second, true, now.Add(time.Millisecond))
+	if s.pace.cuts != 1 {
+		t.Fatalf("a second 429 within the Retry-After cut again: %d cuts", s.pace.cuts)
+	}
+	// The rest are written; the held keys wait for their Retry-After.
+	var written []string
+	for at := now; at.Before(now.Add(900 * time.Millisecond)); at = at.Add(10 * time.Millisecond) {
+		if tk, _ := s.next(at); tk != nil {
+			s.finish(tk, outWritten, 0, false, at)
+			written = append(written, tk.en.key)
+		}
+	}
+	if len(written) != 3 || s.heldKeys != 2 || s.pendingEvents != 2 {
+		t.Fatalf("written before the Retry-After %v, held keys %d, pending %d", written, s.heldKeys, s.pendingEvents)
+	}
+	// Then the held ones, oldest first; nobody was charged or dropped.
+	for at := now.Add(900 * time.Millisecond); at.Before(now.Add(3 * time.Second)); at = at.Add(10 * time.Millisecond) {
+		if tk, _ := s.next(at); tk != nil {
+			s.finish(tk, outWritten, 0, false, at)
+			written = append(written, tk.en.key)
+		}
+	}
+	if len(written) != 5 || written[3] != "k0" || written[4] != "k1" || s.pendingEvents != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
+		t.Fatalf("written %v, pending %d held %d delayed %d", written, s.pendingEvents, s.heldEvents, s.delayedEvents)
+	}
+}
+
+// A key answered 429 again and again while the server takes the others is
+// never dropped as retries exhausted, whether the engine saw the 429 as
+// shedding or as an outage: the overload is the server's, not the key's.
+func TestSchedShedDoesNotExhaustTries(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{QPS: -1, MaxTries: 2}, t0)
+	s.add("warm", schedItem("w", t0), t0)
+	writeOK(t, s, t0)
+	s.add("bad", schedItem("b", t0), t0)
+	tries := 0
+	for i := range 20 {
+		now := t0.Add(time.Duration(i) * 1100 * time.Millisecond)
+		s.add(fmt.Sprint("ok", i), schedItem(fmt.Sprint("o", i), now), now)
+		for {
+			tk, _ := s.next(now)
+			if tk == nil {
+				break
+			}
+			if tk.en.key != "bad" {
+				s.finish(tk, outWritten, 0, false, now)
+				continue
+			}
+			tries++
+			if exhausted, _ := s.finish(tk, outServerFailed, time.Second, true, now); exhausted {
+				t.Fatalf("try %d: a shed key was dropped as retries exhausted", tries)
+			}
+		}
+	}
+	if tries < 10 || s.entries["bad"] == nil || s.pendingEvents == 0 {
+		t.Fatalf("%d tries; the key answered 429 is gone", tries)
+	}
+}
+
+// A 429 with no write accepted lately is an outage answered 429: the
+// engine goes quiet (one probe at a time, after the Retry-After).
+func TestSchedAll429IsAnOutage(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{}, t0)
+	for i := range 50 {
+		s.add(fmt.Sprint("k", i), schedItem(fmt.Sprint("e", i), t0), t0)
+	}
+	sent := 0
+	for ms := 0; ms < 5000; ms++ {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
+		for {
+			tk, _ := s.next(now)
+			if tk == nil {
+				break
+			}
+			sent++
+			s.finish(tk, outServerFailed, time.Second, true, now)
+		}
+	}
+	// The first request, then one probe per Retry-After (1 s plus at most
+	// half of it).
+	if sent < 4 || sent > 6 || !s.health.down {
+		t.Fatalf("%d requests in 5 s of 429s, down %v", sent, s.health.down)
+	}
+}
+
+// A key held by a Retry-After whose event is older than every ready key
+// goes before them: per-key order is oldest first even under shedding.
+func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{QPS: -1, Workers: 1}, t0)
+	s.add("warm", schedItem("w", t0), t0)
+	writeOK(t, s, t0)
+	s.add("old", schedItem("o", t0), t0)
+	tk, _ := s.next(t0)
+	s.finish(tk, outServerFailed, 10*time.Second, true, t0)
+	if s.heldKeys != 1 {
+		t.Fatal("not held")
+	}
+	later := t0.Add(time.Second)
+	s.add("young", schedItem("y", later), later)
+	tk, _ = s.next(later)
+	if tk == nil || tk.en.key != "old" {
+		t.Fatalf("want the older held key first, got %v", tk)
+	}
+	if s.heldKeys != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
+		t.Fatalf("held %d keys %d events, delayed %d", s.heldKeys, s.heldEvents, s.delayedEvents)
+	}
+	s.finish(tk, outWritten, 0, false, later)
+	later = later.Add(5 * time.Second) // the cut rate has a token again
+	if tk, _ = s.next(later); tk == nil || tk.en.key != "young" {
+		t.Fatalf("then the young one, got %v", tk)
+	}
+	// A held key younger than the ready ones keeps its Retry-After.
+	s.finish(tk, outServerFailed, 10*time.Second, true, later)
+	s.add("older", schedItem("x", t0), later)
+	later = later.Add(5 * time.Second)
+	if tk, _ = s.next(later); tk == nil || tk.en.key != "older" {
+		t.Fatalf("want the ready older key, got %v", tk)
+	}
+	s.finish(tk, outWritten, 0, false, later)
+	if tk, wake := s.next(later); tk != nil || !wake.Equal(later.Add(5*time.Second)) {
+		t.Fatalf("the held young key went early (%v) or wakes at %v", tk, wake)
+	}
+}
+
+// The waiting total behind the weight stays equal to the sum over the
+// queued items through any sequence of adds, coalescing, dispatches,
+// requeues and holds.
+func TestSchedWaitingTotalIsExact(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	s := newTestSched(t, Options{QPS: -1, Workers: 4, KeyInterval: 300 * time.Millisecond}, t0)
+	var busy []*task
+	for step := range 20000 {
+		now := t0.Add(time.Duration(step) * 3 * time.Millisecond)
+		switch r := rnd.IntN(10); {
+		case r < 4:
+			k := rnd.IntN(30)
+			s.add(fmt.Sprint("k", k), schedItem(fmt.Sprint("e", k, "-", rnd.IntN(2)), now), now)
+		case r < 7:
+			if tk, _ := s.next(now); tk != nil {
+				busy = append(busy, tk)
+			}
+		case len(busy) > 0:
+			i := rnd.IntN(len(busy))
+			tk := busy[i]
+			busy = append(busy[:i], busy[i+1:]...)
+			outs := []outcome{outWritten, outWritten, outServerFailed, outDropped}
+			out := outs[rnd.IntN(len(outs))]
+			s.finish(tk, out, time.Duration(rnd.IntN(2))*time.Second, rnd.IntN(2) == 0, now)
+		}
+		var want float64
+		var events, held int64
+		for _, en := range s.entries {
+			for _, it := range en.queue {
+				want += float64(it.n) * it.since.Sub(s.t0).Seconds()
+				events += it.n
+				if en.held {
+					held += it.n
+				}
+			}
+		}
+		if math.Abs(want-s.sinceSum) > 1e-6*math.Max(1, want) || events != s.pendingEvents || held != s.heldEvents {
+			t.Fatalf("step %d: sinceSum %v want %v, pending %d want %d, held %d want %d", step, s.sinceSum, want, s.pendingEvents, events, s.heldEvents, held)
+		}
+	}
+}
+
+// Engines whose events have waited longer come back from a Retry-After
+// sooner: the random part shrinks as 1s/(1s+age).
+func TestRetryAfterJitterFavoursOldEvents(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for _, age := range []time.Duration{0, time.Second, 9 * time.Second} {
+		bound := time.Duration(float64(time.Second) * raJitter / (1 + age.Seconds()))
+		var most time.Duration
+		for range 1000 {
+			var h health
+			h.fail(t0, t0, false, time.Second, age, time.Second, 10*time.Second, rnd)
+			d := h.probeAt.Sub(t0) - time.Second
+			if d < 0 || d > bound {
+				t.Fatalf("age %v: jitter %v outside [0, %v]", age, d, bound)
+			}
+			most = max(most, d)
+		}
+		if most < bound*9/10 {
+			t.Fatalf("age %v: jitter never came near its bound %v (most %v)", age, bound, most)
+		}
+	}
+}
+
+// After a Retry-After pause the engine slow-starts: from restartRate times
+// its weight, one step per success, up to the threshold the cut set.
+func TestPacerSlowStartAfterPause(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p pacer
+	p.init(50, 100, true, t0)
+	now := t0
+	for range 40 { // a measured share of about 20 writes/s
+		now = now.Add(50 * time.Millisecond)
+		p.success(now)
+	}
+	p.overload(now, now)
+	if p.thresh < 10 || p.thresh > 16 || p.rate != p.thresh {
+		t.Fatalf("after a 429: rate %v threshold %v", p.rate, p.thresh)
+	}
+	now = now.Add(time.Second)
+	p.restartAfterPause(now)
+	if p.rate != restartRate || !p.slow || p.tokens > 1 {
+		t.Fatalf("after the pause: rate %v slow %v tokens %v", p.rate, p.slow, p.tokens)
+	}
+	steps := 0
+	for p.slow {
+		now = now.Add(time.Millisecond)
+		p.success(now)
+		steps++
+	}
+	if p.rate != p.thresh || steps > int(p.thresh) {
+		t.Fatalf("slow start ended at %v after %d successes (threshold %v)", p.rate, steps, p.thresh)
+	}
+}
+
+// An engine that goes idle within a minute of a disturbance restarts at a
+// rate halved per idle second, with one token; one that was never disturbed,
+// or long ago, keeps its rate and burst.
+func TestPacerRestartAfterIdle(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var calm, hit pacer
+	calm.init(50, 100, true, t0)
+	hit.init(50, 100, true, t0)
+	hit.failed(t0)
+	at := t0.Add(3 * time.Second)
+	calm.restartAfterIdle(at, 3*time.Second)
+	hit.restartAfterIdle(at, 3*time.Second)
+	if calm.rate != 50 || calm.tokens != 100 {
+		t.Fatalf("undisturbed engine restarted: rate %v tokens %v", calm.rate, calm.tokens)
+	}
+	if hit.rate != 50.0/8 || hit.tokens != 1 || !hit.slow || hit.thresh != 50 {
+		t.Fatalf("disturbed engine after 3 idle seconds: rate %v tokens %v slow %v threshold %v", hit.rate, hit.tokens, hit.slow, hit.thresh)
+	}
+	var old pacer
+	old.init(50, 100, true, t0)
+	old.failed(t0)
+	late := t0.Add(disturbMemory + time.Second)
+	old.restartAfterIdle(late, time.Second)
+	if old.rate != 50 || old.tokens != 100 {
+		t.Fatalf("a disturbance long ago still restarts gently: rate %v tokens %v", old.rate, old.tokens)
+	}
+	var off pacer
+	off.init(50, 100, false, t0)
+	off.failed(t0)
+	off.restartAfterIdle(at, 3*time.Second)
+	if off.rate != 50 || off.tokens != 100 {
+		t.Fatalf("with the adaptive rate off: rate %v tokens %v", off.rate, off.tokens)
+	}
+}
+
+// The weight grows with the waiting an engine carries, within its bounds.
+func TestWeightOf(t *testing.T) {
+	for _, c := range []struct{ wait, want float64 }{
+		{0, minWeight}, {10, minWeight}, {100, 1}, {200, 2}, {1e9, maxWeight},
+	} {
+		if got := weightOf(c.wait); got != c.want {
+			t.Errorf("weightOf(%v) = %v, want %v", c.wait, got, c.want)
+		}
+	}
+}
