@@ -24,8 +24,11 @@ type sched struct {
 	entries map[string]*entry
 	ready   entryHeap // entries with a write waiting and none under way, oldest first
 	seq     uint64    // tie-break of the ready order: first come, first served
+	// held holds the entries of later held by a Retry-After, oldest
+	// waiting event first (see next).
+	held heldHeap
 	// later holds the entries waiting for their key's interval (see
-	// Options.KeyInterval), soonest first: with writes queued, which are
+	// Options.KeyInterval) or a Retry-After, soonest first: with writes queued, which are
 	// not ready yet, or with none, only to remember when the key was last
 	// written until the interval has passed. An entry is in at most one
 	// of ready and later, and in neither while its write is under way.
@@ -46,7 +49,6 @@ type sched struct {
 	pendingWrites int   // items in queues: what MaxPending bounds
 	delayedEvents int64 // in queues of entries in later (their key's interval, or a Retry-After)
 	heldEvents    int64 // of those, the ones held by a Retry-After
-	heldKeys      int   // entries in later held by a Retry-After
 	heldBack      bool  // the last next() found ready writes but was held by health or rate
 	// sinceSum is the sum over the queued items of n times since (in
 	// seconds after t0): with pendingEvents it gives the total waiting of
@@ -70,12 +72,13 @@ type entry struct {
 	failures int     // consecutive failed tries of this key
 	// probeFailed: the last write of this key was a probe, and failed.
 	probeFailed bool
-	order       int64 // position in the ready order: unix ns of its oldest waiting event
+	order       int64 // position in the ready (or held) order: unix ns of its oldest waiting event
 	seq         uint64
 	idx         int       // index in the ready heap, -1 when not in it
 	readyAt     time.Time // in later: when the key's interval or Retry-After has passed
 	lidx        int       // index in the later heap, -1 when not in it
 	held        bool      // in later for the server's Retry-After, not for the key's interval
+	hidx        int       // index in the held heap, -1 when not in it
 }
 
 // item is one write: the newest state of one event and what it stands for.
@@ -181,7 +184,7 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 		s.idleSince = time.Time{}
 	}
 	if en == nil {
-		en = &entry{key: key, idx: -1, lidx: -1}
+		en = &entry{key: key, idx: -1, lidx: -1, hidx: -1}
 		s.entries[key] = en
 	}
 	// Another name (or none waiting): a write of its own, after the ones
@@ -248,7 +251,7 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		}
 	}
 	var en *entry
-	if !probe && s.heldKeys > 0 {
+	if !probe && len(s.held) > 0 {
 		// A key held by a Retry-After whose event is older than every
 		// ready one goes first: the server's load is the rate's business,
 		// and holding the key longer would only put younger events ahead
@@ -295,7 +298,7 @@ func (s *sched) promote(now time.Time) {
 		s.delayedEvents -= queued(en)
 		if en.held {
 			s.heldEvents -= queued(en)
-			s.heldKeys--
+			heap.Remove(&s.held, en.hidx)
 			en.held = false
 		}
 		if len(en.queue) > 0 {
@@ -455,35 +458,28 @@ func (s *sched) noteIdle(now time.Time) {
 // server's Retry-After.
 func (s *sched) hold(en *entry, at time.Time) {
 	en.readyAt, en.held = at, true
+	en.order = en.queue[0].since.UnixNano()
 	heap.Push(&s.later, en)
+	heap.Push(&s.held, en)
 	q := queued(en)
 	s.delayedEvents += q
 	s.heldEvents += q
-	s.heldKeys++
 }
 
 // releaseOlderHeld takes out of later the held entry with the oldest
 // waiting event, if that event is older than order (unix ns), and returns
 // it; otherwise nil.
 func (s *sched) releaseOlderHeld(order int64) *entry {
-	var best *entry
-	for _, en := range s.later {
-		if en.held && len(en.queue) > 0 {
-			if o := en.queue[0].since.UnixNano(); o < order && (best == nil || o < best.queue[0].since.UnixNano()) {
-				best = en
-			}
-		}
-	}
-	if best == nil {
+	if len(s.held) == 0 || s.held[0].order >= order {
 		return nil
 	}
-	heap.Remove(&s.later, best.lidx)
-	q := queued(best)
+	en := heap.Pop(&s.held).(*entry)
+	heap.Remove(&s.later, en.lidx)
+	q := queued(en)
 	s.delayedEvents -= q
 	s.heldEvents -= q
-	s.heldKeys--
-	best.held = false
-	return best
+	en.held = false
+	return en
 }
 
 // requeue puts it back at the front of en's queue, merged with the next
@@ -512,8 +508,8 @@ func (s *sched) requeue(en *entry, it *item) {
 // clear forgets every queued write (the engine stopped).
 func (s *sched) clear() {
 	clear(s.entries)
-	s.ready, s.later = nil, nil
-	s.pendingEvents, s.pendingWrites, s.delayedEvents, s.heldEvents, s.heldKeys = 0, 0, 0, 0, 0
+	s.ready, s.later, s.held = nil, nil, nil
+	s.pendingEvents, s.pendingWrites, s.delayedEvents, s.heldEvents = 0, 0, 0, 0
 	s.sinceSum = 0
 }
 
@@ -652,6 +648,30 @@ func (h *laterHeap) Pop() any {
 	en := old[n-1]
 	old[n-1] = nil
 	en.lidx = -1
+	*h = old[:n-1]
+	return en
+}
+
+// heldHeap orders the held entries by their oldest waiting event.
+type heldHeap []*entry
+
+func (h heldHeap) Len() int           { return len(h) }
+func (h heldHeap) Less(i, j int) bool { return h[i].order < h[j].order }
+func (h heldHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *heldHeap) Push(x any) {
+	en := x.(*entry)
+	en.hidx = len(*h)
+	*h = append(*h, en)
+}
+func (h *heldHeap) Pop() any {
+	old := *h
+	n := len(old)
+	en := old[n-1]
+	old[n-1] = nil
+	en.hidx = -1
 	*h = old[:n-1]
 	return en
 }

@@ -44,8 +44,8 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	if s.health.down || s.pace.cuts != 1 || s.pace.current(now) >= rate {
 		t.Fatalf("after a shed 429: down %v cuts %d rate %v (was %v)", s.health.down, s.pace.cuts, s.pace.current(now), rate)
 	}
-	if s.heldEvents != 1 || s.heldKeys != 1 || tk.en.failures != 0 {
-		t.Fatalf("held %d events in %d keys, failures %d", s.heldEvents, s.heldKeys, tk.en.failures)
+	if s.heldEvents != 1 || len(s.held) != 1 || tk.en.failures != 0 {
+		t.Fatalf("held %d events in %d keys, failures %d", s.heldEvents, len(s.held), tk.en.failures)
 	}
 	// A second 429 within the Retry-After does not cut again.
 	tk2, _ := s.next(now)
@@ -64,8 +64,8 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 			written = append(written, tk.en.key)
 		}
 	}
-	if len(written) != 3 || s.heldKeys != 2 || s.pendingEvents != 2 {
-		t.Fatalf("written before the Retry-After %v, held keys %d, pending %d", written, s.heldKeys, s.pendingEvents)
+	if len(written) != 3 || len(s.held) != 2 || s.pendingEvents != 2 {
+		t.Fatalf("written before the Retry-After %v, held keys %d, pending %d", written, len(s.held), s.pendingEvents)
 	}
 	// Then the held ones, oldest first; nobody was charged or dropped.
 	for at := now.Add(900 * time.Millisecond); at.Before(now.Add(3 * time.Second)); at = at.Add(10 * time.Millisecond) {
@@ -149,7 +149,7 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	s.add("old", schedItem("o", t0), t0)
 	tk, _ := s.next(t0)
 	s.finish(tk, outServerFailed, 10*time.Second, true, t0)
-	if s.heldKeys != 1 {
+	if len(s.held) != 1 {
 		t.Fatal("not held")
 	}
 	later := t0.Add(time.Second)
@@ -158,8 +158,8 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	if tk == nil || tk.en.key != "old" {
 		t.Fatalf("want the older held key first, got %v", tk)
 	}
-	if s.heldKeys != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
-		t.Fatalf("held %d keys %d events, delayed %d", s.heldKeys, s.heldEvents, s.delayedEvents)
+	if len(s.held) != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
+		t.Fatalf("held %d keys %d events, delayed %d", len(s.held), s.heldEvents, s.delayedEvents)
 	}
 	s.finish(tk, outWritten, 0, false, later)
 	later = later.Add(5 * time.Second) // the cut rate has a token again
@@ -187,6 +187,7 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	s := newTestSched(t, Options{QPS: -1, Workers: 4, KeyInterval: 300 * time.Millisecond}, t0)
 	var busy []*task
+	maxHeld := 0
 	for step := range 20000 {
 		now := t0.Add(time.Duration(step) * 3 * time.Millisecond)
 		switch r := rnd.IntN(10); {
@@ -201,13 +202,28 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 			i := rnd.IntN(len(busy))
 			tk := busy[i]
 			busy = append(busy[:i], busy[i+1:]...)
-			outs := []outcome{outWritten, outWritten, outServerFailed, outDropped}
-			out := outs[rnd.IntN(len(outs))]
-			s.finish(tk, out, time.Duration(rnd.IntN(2))*time.Second, rnd.IntN(2) == 0, now)
+			// Mostly successes and 429s (holds), some drops and outages.
+			out, overload := outWritten, false
+			switch r := rnd.IntN(20); {
+			case r < 8:
+				out, overload = outServerFailed, true
+			case r < 9:
+				out = outServerFailed
+			case r < 11:
+				out = outDropped
+			}
+			s.finish(tk, out, time.Duration(rnd.IntN(3))*time.Second, overload, now)
 		}
 		var want float64
 		var events, held int64
+		heldKeys := 0
 		for _, en := range s.entries {
+			if en.held {
+				heldKeys++
+				if en.hidx < 0 || en.lidx < 0 || s.held[en.hidx] != en {
+					t.Fatalf("step %d: held entry %s not in the held and later heaps", step, en.key)
+				}
+			}
 			for _, it := range en.queue {
 				want += float64(it.n) * it.since.Sub(s.t0).Seconds()
 				events += it.n
@@ -216,9 +232,16 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 				}
 			}
 		}
+		maxHeld = max(maxHeld, heldKeys)
+		if heldKeys != len(s.held) {
+			t.Fatalf("step %d: %d held entries, held heap %d", step, heldKeys, len(s.held))
+		}
 		if math.Abs(want-s.sinceSum) > 1e-6*math.Max(1, want) || events != s.pendingEvents || held != s.heldEvents {
 			t.Fatalf("step %d: sinceSum %v want %v, pending %d want %d, held %d want %d", step, s.sinceSum, want, s.pendingEvents, events, s.heldEvents, held)
 		}
+	}
+	if maxHeld < 2 {
+		t.Fatalf("the sequence never held more than %d keys for a Retry-After: it tests too little", maxHeld)
 	}
 }
 

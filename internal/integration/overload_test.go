@@ -138,7 +138,7 @@ func TestOverloadedServerWithPriorityAndFairness(t *testing.T) {
 		}
 		ebs = append(ebs, eb)
 	}
-	var retried int64
+	var retried, cuts int64
 	for _, eb := range ebs {
 		fctx, cancel := context.WithTimeout(ctx, 120*time.Second)
 		err := eb.Flush(fctx)
@@ -152,9 +152,13 @@ func TestOverloadedServerWithPriorityAndFairness(t *testing.T) {
 			t.Fatalf("stats %+v", s)
 		}
 		retried += s.Retried
+		cuts += s.RateCuts
 	}
 	if tooMany.Load() == 0 || retried == 0 {
 		t.Fatalf("the burst met no 429 (%d) or herald retried nothing (%d): the test proves nothing", tooMany.Load(), retried)
+	}
+	if cuts == 0 {
+		t.Fatalf("%d 429s cut no broadcaster's write rate", tooMany.Load())
 	}
 	evs, err := listEvents(ctx, admin, ns, metav1.ListOptions{})
 	if err != nil {
@@ -172,5 +176,5 @@ func TestOverloadedServerWithPriorityAndFairness(t *testing.T) {
 	if stored != broadcasters*each {
 		t.Fatalf("stored %d of %d", stored, broadcasters*each)
 	}
-	t.Logf("%d events from %d broadcasters stored; the server answered %d requests 429, herald retried %d writes", stored, broadcasters, tooMany.Load(), retried)
+	t.Logf("%d events from %d broadcasters stored; the server answered %d requests 429, herald retried %d writes and cut its rates %d times", stored, broadcasters, tooMany.Load(), retried, cuts)
 }
