@@ -381,10 +381,17 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 			// waits for the Retry-After (as client-go's REST client
 			// would make it wait), the rate is cut, and the other keys
 			// go on at that rate. The key is not charged a try.
-			s.pace.shed(now, t.sentAt, retryAfter)
-			s.shedUntil = now.Add(max(retryAfter, time.Second))
+			// The Retry-After is honoured up to MaxDelay, as for a probe;
+			// without one, the key waits BaseDelay.
+			wait := min(cmp.Or(retryAfter, s.base), s.max)
+			s.pace.shed(now, t.sentAt, wait)
+			s.shedUntil = now.Add(max(wait, time.Second))
 			s.requeue(en, t.it)
-			s.hold(en, now.Add(cmp.Or(retryAfter, s.base)))
+			if wait > 0 {
+				s.hold(en, now.Add(wait))
+			} else {
+				s.push(en, en.queue[0].since.UnixNano())
+			}
 			return false, true
 		}
 		if t.probe {
@@ -451,6 +458,7 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 func (s *sched) noteIdle(now time.Time) {
 	if s.pendingWrites == 0 && s.inFlight == 0 {
 		s.idleSince = now
+		s.sinceSum = 0 // nothing waits: no rounding left behind either
 	}
 }
 

@@ -143,39 +143,62 @@ func TestSchedAll429IsAnOutage(t *testing.T) {
 // goes before them: per-key order is oldest first even under shedding.
 func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{QPS: -1, Workers: 1}, t0)
-	s.add("warm", schedItem("w", t0), t0)
-	writeOK(t, s, t0)
-	s.add("old", schedItem("o", t0), t0)
-	tk, _ := s.next(t0)
-	s.finish(tk, outServerFailed, 10*time.Second, true, t0)
+	s := newTestSched(t, Options{QPS: -1, Workers: 1, MaxDelay: 20 * time.Second}, t0)
+	for i := range 40 { // a measured share of about 40 writes/s
+		at := t0.Add(time.Duration(i) * 25 * time.Millisecond)
+		s.add(fmt.Sprint("warm", i), schedItem(fmt.Sprint("w", i), at), at)
+		writeOK(t, s, at)
+	}
+	at := func(ms int) time.Time { return t0.Add(time.Second + time.Duration(ms)*time.Millisecond) }
+	s.add("old", schedItem("o", t0), at(0))
+	tk, _ := s.next(at(0))
+	s.finish(tk, outServerFailed, 10*time.Second, true, at(0))
 	if len(s.held) != 1 {
 		t.Fatal("not held")
 	}
-	later := t0.Add(time.Second)
-	s.add("young", schedItem("y", later), later)
-	tk, _ = s.next(later)
+	s.add("young", schedItem("y", at(100)), at(100))
+	tk, _ = s.next(at(100))
 	if tk == nil || tk.en.key != "old" {
 		t.Fatalf("want the older held key first, got %v", tk)
 	}
 	if len(s.held) != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
 		t.Fatalf("held %d keys %d events, delayed %d", len(s.held), s.heldEvents, s.delayedEvents)
 	}
-	s.finish(tk, outWritten, 0, false, later)
-	later = later.Add(5 * time.Second) // the cut rate has a token again
-	if tk, _ = s.next(later); tk == nil || tk.en.key != "young" {
+	s.finish(tk, outWritten, 0, false, at(100))
+	if tk, _ = s.next(at(200)); tk == nil || tk.en.key != "young" {
 		t.Fatalf("then the young one, got %v", tk)
 	}
 	// A held key younger than the ready ones keeps its Retry-After.
-	s.finish(tk, outServerFailed, 10*time.Second, true, later)
-	s.add("older", schedItem("x", t0), later)
-	later = later.Add(5 * time.Second)
-	if tk, _ = s.next(later); tk == nil || tk.en.key != "older" {
+	s.finish(tk, outServerFailed, 10*time.Second, true, at(200))
+	if len(s.held) != 1 {
+		t.Fatal("the young key is not held")
+	}
+	s.add("older", schedItem("x", t0), at(300))
+	if tk, _ = s.next(at(300)); tk == nil || tk.en.key != "older" {
 		t.Fatalf("want the ready older key, got %v", tk)
 	}
-	s.finish(tk, outWritten, 0, false, later)
-	if tk, wake := s.next(later); tk != nil || !wake.Equal(later.Add(5*time.Second)) {
-		t.Fatalf("the held young key went early (%v) or wakes at %v", tk, wake)
+	s.finish(tk, outWritten, 0, false, at(300))
+	if tk, wake := s.next(at(400)); tk != nil || !wake.Equal(at(10200)) {
+		t.Fatalf("the held young key went early (%v) or wakes at %v", tk, wake.Sub(t0))
+	}
+}
+
+// A Retry-After is honoured up to MaxDelay, and a 429 without one holds the
+// key for BaseDelay.
+func TestSchedShedHoldIsCapped(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		retryAfter, want time.Duration
+	}{{time.Hour, 2 * time.Second}, {0, 500 * time.Millisecond}, {time.Second, time.Second}} {
+		s := newTestSched(t, Options{QPS: -1}, t0)
+		s.add("warm", schedItem("w", t0), t0)
+		writeOK(t, s, t0)
+		s.add("k", schedItem("k", t0), t0)
+		tk, _ := s.next(t0)
+		s.finish(tk, outServerFailed, c.retryAfter, true, t0)
+		if len(s.held) != 1 || !s.later[0].readyAt.Equal(t0.Add(c.want)) {
+			t.Errorf("Retry-After %v: held %d, until %v, want %v", c.retryAfter, len(s.held), s.later[0].readyAt.Sub(t0), c.want)
+		}
 	}
 }
 
