@@ -33,7 +33,8 @@
 //     are failures of the server, shared by every event (one probe at a
 //     time, with backoff or after Retry-After, and the first success
 //     releases them all); a 429 cuts an adaptive write rate and holds the
-//     refused event for its Retry-After while the others go on; Patch NotFound
+//     refused event for its Retry-After (unless it is the oldest waiting)
+//     while the others go on; Patch NotFound
 //     falls back to Create; permanent errors are dropped and counted by
 //     reason. An event the server refuses never holds up the others, and
 //     repeats of an event that is still waiting become one write with the

@@ -36,9 +36,12 @@
 // server's Retry-After (capped at MaxDelay); its first success releases
 // every key at once. A 429 is the server shedding load: while it accepts
 // other writes (one succeeded within the Retry-After, at least a second),
-// the refused key waits for the Retry-After, the write rate is cut, and the
-// other keys go on at that rate; with nothing accepted lately it is an
-// outage answered 429, handled as above. Answers about one event stay with
+// the write rate is cut, the other keys go on at that rate, and the
+// refused key waits for the Retry-After unless it is the oldest waiting
+// (then it goes first at the cut rate, as the oldest always does; an
+// engine with nothing else to write waits out the Retry-After). With
+// nothing accepted lately a 429 is an outage answered 429, handled as
+// above. Answers about one event stay with
 // that key: 404 on a patch creates it, AlreadyExists, Forbidden, Invalid
 // and namespace terminating drop it. A key whose writes fail while the
 // server answers the others is dropped after MaxTries of its own failures;

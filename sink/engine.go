@@ -29,10 +29,11 @@ import (
 // MaxDelay); the first success releases every key at once, through the
 // write budget. The budget is a token bucket (Options.QPS and Burst) whose
 // rate adapts to the server: a 429 while it accepts other writes cuts it and
-// holds the refused key for the Retry-After, then the rate grows back (see
-// the package documentation and [Options.DisableAdaptiveRate]). Answers about one
-// event (404 on a patch: create it; AlreadyExists, Forbidden, Invalid,
-// namespace terminating: drop it) stay with that key.
+// holds the refused key for the Retry-After (unless it is the oldest
+// waiting), then the rate grows back (see the package documentation and
+// [Options.DisableAdaptiveRate]). Answers about one event (404 on a patch:
+// create it; AlreadyExists, Forbidden, Invalid, namespace terminating: drop
+// it) stay with that key.
 //
 // Create it with [NewEngine], start it with [Engine.Start] and stop it with
 // [Engine.Stop]; the goroutines it starts (a dispatcher and Options.Workers

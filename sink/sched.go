@@ -28,10 +28,11 @@ type sched struct {
 	// waiting event first (see next).
 	held heldHeap
 	// later holds the entries waiting for their key's interval (see
-	// Options.KeyInterval) or a Retry-After, soonest first: with writes queued, which are
-	// not ready yet, or with none, only to remember when the key was last
-	// written until the interval has passed. An entry is in at most one
-	// of ready and later, and in neither while its write is under way.
+	// Options.KeyInterval) or a Retry-After, soonest first: with writes
+	// queued, which are not ready yet, or with none, only to remember when
+	// the key was last written until the interval has passed. An entry is
+	// in at most one of ready and later, and in neither while its write is
+	// under way.
 	later laterHeap
 
 	health health
@@ -377,12 +378,13 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		en.failures = 0
 	case outServerFailed:
 		if overload && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(retryAfter, time.Second)) {
-			// The server sheds load but accepts other writes: this write
-			// waits for the Retry-After (as client-go's REST client
-			// would make it wait), the rate is cut, and the other keys
-			// go on at that rate. The key is not charged a try.
-			// The Retry-After is honoured up to MaxDelay, as for a probe;
-			// without one, the key waits BaseDelay.
+			// The server sheds load but accepts other writes: the rate
+			// is cut, the other keys go on at that rate, and this one
+			// is held for the Retry-After (as client-go's REST client
+			// would make it wait), unless it is the oldest (see next).
+			// The key is not charged a try. The Retry-After is honoured
+			// up to MaxDelay, as for a probe; without one, the key waits
+			// BaseDelay.
 			wait := min(cmp.Or(retryAfter, s.base), s.max)
 			s.pace.shed(now, t.sentAt, wait)
 			s.shedUntil = now.Add(max(wait, time.Second))
@@ -401,7 +403,7 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		if len(s.ready) > 0 {
 			age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
 		}
-		s.health.fail(now, t.sentAt, t.probe, retryAfter, age, s.base, s.max, s.rnd)
+		s.health.fail(now, t.sentAt, t.probe, overload, retryAfter, age, s.base, s.max, s.rnd)
 		s.window = 1
 		defer s.pace.pause(now) // after a cut, which measures up to now
 		if overload {
@@ -547,7 +549,7 @@ type health struct {
 	failures   int       // consecutive escalations of the backoff
 	since      time.Time // when the server was last seen failing (the last escalation)
 	probes     int64     // probes sent
-	overloaded bool      // down for a Retry-After (a 429), not an outage
+	overloaded bool      // down for a 429 (the server shed everything), not an outage
 }
 
 // raJitter is the most, as a fraction of the Retry-After, that an engine
@@ -560,14 +562,15 @@ const raJitter = 0.5
 // the first one, or one of a request sent after the last escalation; the
 // others are requests that were under way when the server went down.
 //
-// age is how long the oldest of the engine's waiting events has waited.
-func (h *health) fail(now, sentAt time.Time, probe bool, retryAfter, age, base, max time.Duration, rnd *rand.Rand) {
+// overload tells a 429; age is how long the oldest of the engine's waiting
+// events has waited.
+func (h *health) fail(now, sentAt time.Time, probe, overload bool, retryAfter, age, base, max time.Duration, rnd *rand.Rand) {
 	if h.down && !probe && sentAt.Before(h.since) {
 		return
 	}
 	h.down = true
 	h.since = now
-	h.overloaded = retryAfter > 0
+	h.overloaded = overload
 	var d time.Duration
 	if ra := min(retryAfter, max); ra > 0 {
 		// The server said when to come back: then, and a little later at

@@ -215,8 +215,11 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 		now := t0.Add(time.Duration(step) * 3 * time.Millisecond)
 		switch r := rnd.IntN(10); {
 		case r < 4:
+			// Events recorded up to 5 s before they reach the engine, so
+			// that a held key is not always older than the ready ones.
 			k := rnd.IntN(30)
-			s.add(fmt.Sprint("k", k), schedItem(fmt.Sprint("e", k, "-", rnd.IntN(2)), now), now)
+			since := now.Add(-time.Duration(rnd.IntN(5000)) * time.Millisecond)
+			s.add(fmt.Sprint("k", k), schedItem(fmt.Sprint("e", k, "-", rnd.IntN(2)), since), now)
 		case r < 7:
 			if tk, _ := s.next(now); tk != nil {
 				busy = append(busy, tk)
@@ -227,12 +230,12 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 			busy = append(busy[:i], busy[i+1:]...)
 			// Mostly successes and 429s (holds), some drops and outages.
 			out, overload := outWritten, false
-			switch r := rnd.IntN(20); {
-			case r < 8:
+			switch r := rnd.IntN(100); {
+			case r < 40:
 				out, overload = outServerFailed, true
-			case r < 9:
+			case r < 42:
 				out = outServerFailed
-			case r < 11:
+			case r < 52:
 				out = outDropped
 			}
 			s.finish(tk, out, time.Duration(rnd.IntN(3))*time.Second, overload, now)
@@ -263,6 +266,7 @@ func TestSchedWaitingTotalIsExact(t *testing.T) {
 			t.Fatalf("step %d: sinceSum %v want %v, pending %d want %d, held %d want %d", step, s.sinceSum, want, s.pendingEvents, events, s.heldEvents, held)
 		}
 	}
+	t.Logf("at most %d keys held at once", maxHeld)
 	if maxHeld < 2 {
 		t.Fatalf("the sequence never held more than %d keys for a Retry-After: it tests too little", maxHeld)
 	}
@@ -278,7 +282,7 @@ func TestRetryAfterJitterFavoursOldEvents(t *testing.T) {
 		var most time.Duration
 		for range 1000 {
 			var h health
-			h.fail(t0, t0, false, time.Second, age, time.Second, 10*time.Second, rnd)
+			h.fail(t0, t0, false, true, time.Second, age, time.Second, 10*time.Second, rnd)
 			d := h.probeAt.Sub(t0) - time.Second
 			if d < 0 || d > bound {
 				t.Fatalf("age %v: jitter %v outside [0, %v]", age, d, bound)

@@ -60,8 +60,8 @@ const (
 	ServerHealthy ServerState = iota
 	// ServerShedding: the server answered 429 within its Retry-After (at
 	// least a second) while it accepted other writes: the write rate was
-	// cut, the keys it refused wait for the Retry-After, and the others
-	// go on at the cut rate.
+	// cut, the others go on at the cut rate, and the keys it refused wait
+	// for the Retry-After unless one is the oldest waiting.
 	ServerShedding
 	// ServerProbing: the last request failed for a server-wide reason
 	// (or was answered 429 with nothing accepted lately); one probe at a
