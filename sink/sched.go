@@ -22,18 +22,18 @@ type sched struct {
 	rnd        *rand.Rand    // jitter
 
 	entries map[string]*entry
-	ready   entryHeap // entries with a write waiting and none under way, oldest first
-	seq     uint64    // tie-break of the ready order: first come, first served
+	ready   entryHeap[readyOrder] // entries with a write waiting and none under way, oldest first
+	seq     uint64                // tie-break of the ready order: first come, first served
 	// held holds the entries of later held by a Retry-After, oldest
 	// waiting event first (see next).
-	held heldHeap
+	held entryHeap[heldOrder]
 	// later holds the entries waiting for their key's interval (see
 	// Options.KeyInterval) or a Retry-After, soonest first: with writes
 	// queued, which are not ready yet, or with none, only to remember when
 	// the key was last written until the interval has passed. An entry is
 	// in at most one of ready and later, and in neither while its write is
 	// under way.
-	later laterHeap
+	later entryHeap[laterOrder]
 
 	health health
 	pace   pacer
@@ -609,80 +609,60 @@ func backoff(n int, base, max time.Duration, rnd *rand.Rand) time.Duration {
 	return half + time.Duration(rnd.Int64N(int64(d-half)+1))
 }
 
-// entryHeap orders entries by (order, seq): the oldest wait first.
-type entryHeap []*entry
+// entryHeap is a heap of entries in the order O gives; each entry keeps
+// its index in the heap in the field O names, so that it can be removed.
+type entryHeap[O heapOrder] []*entry
 
-func (h entryHeap) Len() int { return len(h) }
-func (h entryHeap) Less(i, j int) bool {
-	if h[i].order != h[j].order {
-		return h[i].order < h[j].order
+// heapOrder is the order of an entryHeap and the entry field that holds an
+// entry's index in it.
+type heapOrder interface {
+	less(a, b *entry) bool
+	index(en *entry) *int
+}
+
+// readyOrder: by (order, seq), the oldest waiting first; index idx.
+type readyOrder struct{}
+
+func (readyOrder) less(a, b *entry) bool {
+	if a.order != b.order {
+		return a.order < b.order
 	}
-	return h[i].seq < h[j].seq
+	return a.seq < b.seq
 }
-func (h entryHeap) Swap(i, j int) {
+func (readyOrder) index(en *entry) *int { return &en.idx }
+
+// laterOrder: by readyAt, soonest first; index lidx.
+type laterOrder struct{}
+
+func (laterOrder) less(a, b *entry) bool { return a.readyAt.Before(b.readyAt) }
+func (laterOrder) index(en *entry) *int  { return &en.lidx }
+
+// heldOrder: by order, the oldest waiting event first; index hidx.
+type heldOrder struct{}
+
+func (heldOrder) less(a, b *entry) bool { return a.order < b.order }
+func (heldOrder) index(en *entry) *int  { return &en.hidx }
+
+func (h entryHeap[O]) Len() int           { return len(h) }
+func (h entryHeap[O]) Less(i, j int) bool { var o O; return o.less(h[i], h[j]) }
+func (h entryHeap[O]) Swap(i, j int) {
+	var o O
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	*o.index(h[i]), *o.index(h[j]) = i, j
 }
-func (h *entryHeap) Push(x any) {
+func (h *entryHeap[O]) Push(x any) {
+	var o O
 	en := x.(*entry)
-	en.idx = len(*h)
+	*o.index(en) = len(*h)
 	*h = append(*h, en)
 }
-func (h *entryHeap) Pop() any {
+func (h *entryHeap[O]) Pop() any {
+	var o O
 	old := *h
 	n := len(old)
 	en := old[n-1]
 	old[n-1] = nil
-	en.idx = -1
-	*h = old[:n-1]
-	return en
-}
-
-// laterHeap orders the entries waiting for their key's interval by when
-// it ends, soonest first.
-type laterHeap []*entry
-
-func (h laterHeap) Len() int           { return len(h) }
-func (h laterHeap) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
-func (h laterHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].lidx, h[j].lidx = i, j
-}
-func (h *laterHeap) Push(x any) {
-	en := x.(*entry)
-	en.lidx = len(*h)
-	*h = append(*h, en)
-}
-func (h *laterHeap) Pop() any {
-	old := *h
-	n := len(old)
-	en := old[n-1]
-	old[n-1] = nil
-	en.lidx = -1
-	*h = old[:n-1]
-	return en
-}
-
-// heldHeap orders the held entries by their oldest waiting event.
-type heldHeap []*entry
-
-func (h heldHeap) Len() int           { return len(h) }
-func (h heldHeap) Less(i, j int) bool { return h[i].order < h[j].order }
-func (h heldHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx, h[j].hidx = i, j
-}
-func (h *heldHeap) Push(x any) {
-	en := x.(*entry)
-	en.hidx = len(*h)
-	*h = append(*h, en)
-}
-func (h *heldHeap) Pop() any {
-	old := *h
-	n := len(old)
-	en := old[n-1]
-	old[n-1] = nil
-	en.hidx = -1
+	*o.index(en) = -1
 	*h = old[:n-1]
 	return en
 }
