@@ -17,15 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/hook"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
 
 // Option configures the broadcasters behind the manager. The options are
 // record's (record.WithWriteLimit, record.WithMaxPending, ...), given to
-// both the core/v1 and the events.k8s.io/v1 broadcaster, and
-// events.WithSeriesInterval.
+// both the core/v1 and the events.k8s.io/v1 broadcaster (a write limit
+// thus applies to each API), and events.WithSeriesInterval, which applies
+// to events.k8s.io/v1 only.
 type Option = record.BroadcasterOption
 
 // Defaults controller-runtime applies, which NewManager needs before
@@ -61,12 +65,19 @@ var (
 //   - With LeaderElection on and no LeaderElectionResourceLockInterface,
 //     NewManager builds the resource lock as controller-runtime would
 //     (leaderelection.NewResourceLock, with LeaderElectionConfig if set),
-//     with herald's recorder, so leader election's events go through
-//     herald too.
+//     with herald's core/v1 recorder, so leader election's events go
+//     through herald too. They are written with cfg, like every herald
+//     event, even when LeaderElectionConfig points elsewhere
+//     (controller-runtime writes them with LeaderElectionConfig).
 //
 // herald writes with clients of its own made from cfg
 // (sink.NewForConfig and events.NewForConfig: their own rate limits and a
-// " herald-events" user agent).
+// " herald-events" user agent), and logs through opts.Logger (by default
+// controller-runtime's log.Log, as the manager does); with V(1) enabled
+// there, every event is also logged, as controller-runtime's recorders do.
+//
+// NewManager starts herald's goroutines at once: call Start, or Shutdown
+// when the manager is dropped without being started.
 func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("heraldcr: NewManager: nil rest.Config")
@@ -89,12 +100,16 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 		opts.Scheme = clientgoscheme.Scheme
 	}
 	logger := opts.Logger
-	bopts := heraldOpts
-	if logger.GetSink() != nil {
-		bopts = append([]Option{record.WithLogger(logger.WithName("events"))}, heraldOpts...)
+	if logger.GetSink() == nil {
+		logger = ctrllog.Log // as manager.New defaults it
 	}
+	logger = logger.WithName("events")
+	bopts := append([]Option{record.WithLogger(logger)}, heraldOpts...)
+	// The series interval spaces events.k8s.io/v1 series; core/v1 events
+	// keep their own correlation, with no interval.
+	coreOpts := append(bopts[:len(bopts):len(bopts)], hook.WithKeyInterval(0).(record.BroadcasterOption))
 	m := &Manager{
-		core:   record.NewBroadcaster(bopts...),
+		core:   record.NewBroadcaster(coreOpts...),
 		events: events.NewBroadcaster(eventsSink, bopts...),
 		scheme: opts.Scheme,
 		grace:  defaultGracefulShutdownTimeout,
@@ -138,6 +153,11 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 	if err := m.events.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		return fail(err)
 	}
+	if logger.V(1).Enabled() {
+		// As controller-runtime's recorder provider does.
+		m.core.StartStructuredLogging(1)
+		m.events.StartStructuredLogging(1)
+	}
 	return m, nil
 }
 
@@ -165,20 +185,23 @@ func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
 // (Stats().Dropped.AfterShutdown). It returns the manager's error, or
 // else the shutdown's (events abandoned at the deadline, counted).
 //
-// Only the first call flushes and stops herald: controller-runtime refuses
-// a second Start ("manager already started") while the first one runs, and
-// that refusal must not stop herald under the running manager.
+// A manager starts once: a second call returns an error at once, and does
+// not stop herald under the running manager.
+//
+// When the manager stops on its own (an error, leader election lost)
+// rather than because ctx ended, the flush gets the whole
+// GracefulShutdownTimeout from that moment.
 func (m *Manager) Start(ctx context.Context) error {
 	first := false
 	m.started.Do(func() { first = true })
 	if !first {
-		return m.Manager.Start(ctx)
+		return errors.New("heraldcr: manager already started")
 	}
 	var stoppedAt atomic.Pointer[time.Time]
 	stop := context.AfterFunc(ctx, func() { t := time.Now(); stoppedAt.Store(&t) })
 	err := m.Manager.Start(ctx)
 	stop()
-	at := time.Now() // Start failed before ctx ended
+	at := time.Now() // the manager stopped before ctx ended
 	if t := stoppedAt.Load(); t != nil {
 		at = *t
 	}
@@ -203,14 +226,12 @@ func (m *Manager) Flush(ctx context.Context) error {
 
 // Shutdown writes what is pending until ctx ends and stops herald's
 // goroutines. Start calls it; call it yourself only if you never call
-// Start.
+// Start. It may be called from a watcher's handler (see Broadcasters), as
+// the broadcasters' own ShutdownWithContext may: the broadcasters are shut
+// down one after the other on the caller's goroutine, while both keep
+// writing.
 func (m *Manager) Shutdown(ctx context.Context) error {
-	var wg sync.WaitGroup
-	var coreErr, eventsErr error
-	wg.Go(func() { coreErr = m.core.ShutdownWithContext(ctx) })
-	wg.Go(func() { eventsErr = m.events.ShutdownWithContext(ctx) })
-	wg.Wait()
-	return errors.Join(coreErr, eventsErr)
+	return errors.Join(m.core.ShutdownWithContext(ctx), m.events.ShutdownWithContext(ctx))
 }
 
 // Stats returns the counters of the core/v1 broadcaster (GetEventRecorderFor
