@@ -143,15 +143,16 @@ func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error
 }
 
 // stopRecording stops the sink's watch w, so that it takes every event
-// recorded before (record's sink watch does), writes them and stops;
-// recording may start again.
+// recorded before (record's sink watch does), writes them and stops; then
+// recording may start again (not before: the two sinks would both take
+// what is recorded meanwhile and write it twice).
 func (b *broadcaster) stopRecording(w apiwatch.Interface) {
+	w.Stop()
 	b.mu.Lock()
 	if b.recording == w {
 		b.recording, b.stopAfter = nil, nil
 	}
 	b.mu.Unlock()
-	w.Stop()
 }
 
 // NewRecorder returns a recorder whose events name reportingController

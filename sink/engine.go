@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
@@ -539,6 +540,13 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 	ev := *it.ev // the sink may keep what it is given; never hand it our copy's RV
 	ev.ResourceVersion = ""
 	out, err = create(rctx, e.sink, &ev)
+	if len(it.patch) > 0 && apierrors.IsAlreadyExists(err) {
+		// A create that carries later states (its answer was lost, then
+		// repeats were merged into the retry): the event is there, so the
+		// patch brings it to the newest state.
+		it.create = false
+		out, err = patch(rctx, e.sink, it.ev, it.patch)
+	}
 	return checkResponse(out, err)
 }
 
