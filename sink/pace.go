@@ -269,10 +269,14 @@ func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration) {
 		return
 	}
 	p.advance(now)
-	r := restartRate
-	if !math.IsInf(p.rate, 1) {
-		r = math.Max(r, p.rate*math.Exp2(-idle.Seconds()/idleHalving.Seconds()))
+	// With no limit, restart at the rate of recent successes instead,
+	// which has decayed with the idle time too.
+	base := p.rate * math.Exp2(-idle.Seconds()/idleHalving.Seconds())
+	if math.IsInf(p.rate, 1) {
+		p.decay(now)
+		base = p.okRate
 	}
+	r := math.Max(restartRate, base)
 	if r < p.rate {
 		p.thresh = math.Min(p.thresh, p.rate)
 		p.rate = r

@@ -377,16 +377,28 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		s.window = min(s.workers, s.window+1)
 		en.failures = 0
 	case outServerFailed:
-		if overload && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(retryAfter, time.Second)) {
+		// The Retry-After is honoured up to MaxDelay, as for a probe;
+		// without one, a refused key waits BaseDelay.
+		wait := min(cmp.Or(retryAfter, s.base), s.max)
+		if overload && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(wait, time.Second)) {
 			// The server sheds load but accepts other writes: the rate
 			// is cut, the other keys go on at that rate, and this one
 			// is held for the Retry-After (as client-go's REST client
 			// would make it wait), unless it is the oldest (see next).
-			// The key is not charged a try. The Retry-After is honoured
-			// up to MaxDelay, as for a probe; without one, the key waits
-			// BaseDelay.
-			wait := min(cmp.Or(retryAfter, s.base), s.max)
-			s.pace.shed(now, t.sentAt, wait)
+			// The refusal is charged to the key: one refused again and
+			// again while the others are accepted meets a limit of its
+			// own (an admission plugin limiting events per object), and
+			// is dropped after MaxTries instead of taking the tokens for
+			// good; its repeated refusals do not cut the rate again.
+			en.failures++
+			if en.failures >= s.maxTries {
+				en.failures = 0
+				exhausted = true
+				break
+			}
+			if en.failures == 1 {
+				s.pace.shed(now, t.sentAt, wait)
+			}
 			s.shedUntil = now.Add(max(wait, time.Second))
 			s.requeue(en, t.it)
 			if wait > 0 {
@@ -465,7 +477,8 @@ func (s *sched) noteIdle(now time.Time) {
 }
 
 // hold puts en, with writes queued and in no heap, in later until at: the
-// server's Retry-After.
+// server's Retry-After. It may go before then if its event is older than
+// every ready one (see next).
 func (s *sched) hold(en *entry, at time.Time) {
 	en.readyAt, en.held = at, true
 	en.order = en.queue[0].since.UnixNano()

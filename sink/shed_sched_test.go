@@ -21,7 +21,7 @@ func writeOK(t *testing.T, s *sched, now time.Time) *task {
 
 // A 429 while the server accepts other writes is load shedding, not an
 // outage: the engine stays up, its rate is cut once, the rejected key waits
-// the Retry-After without being charged a try, and the other keys go on.
+// the Retry-After (charged one try), and the other keys go on.
 func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newTestSched(t, Options{QPS: 100, Burst: 100, MaxTries: 2}, t0)
@@ -44,7 +44,7 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	if s.health.down || s.pace.cuts != 1 || s.pace.current(now) >= rate {
 		t.Fatalf("after a shed 429: down %v cuts %d rate %v (was %v)", s.health.down, s.pace.cuts, s.pace.current(now), rate)
 	}
-	if s.heldEvents != 1 || len(s.held) != 1 || tk.en.failures != 0 {
+	if s.heldEvents != 1 || len(s.held) != 1 || tk.en.failures != 1 {
 		t.Fatalf("held %d events in %d keys, failures %d", s.heldEvents, len(s.held), tk.en.failures)
 	}
 	// A second 429 within the Retry-After does not cut again.
@@ -79,36 +79,33 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	}
 }
 
-// A key answered 429 again and again while the server takes the others is
-// never dropped as retries exhausted, whether the engine saw the 429 as
-// shedding or as an outage: the overload is the server's, not the key's.
-func TestSchedShedDoesNotExhaustTries(t *testing.T) {
+// A key answered 429 whenever it is tried, with no other write accepted
+// within a Retry-After of it, sees an outage answered 429: it is never
+// dropped as retries exhausted, however long that lasts.
+func TestSchedOutageOf429DoesNotExhaustTries(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newTestSched(t, Options{QPS: -1, MaxTries: 2}, t0)
 	s.add("warm", schedItem("w", t0), t0)
 	writeOK(t, s, t0)
-	s.add("bad", schedItem("b", t0), t0)
+	for i := range 5 {
+		s.add(fmt.Sprint("k", i), schedItem(fmt.Sprint("e", i), t0), t0)
+	}
 	tries := 0
-	for i := range 20 {
-		now := t0.Add(time.Duration(i) * 1100 * time.Millisecond)
-		s.add(fmt.Sprint("ok", i), schedItem(fmt.Sprint("o", i), now), now)
+	for ms := 0; ms < 30000; ms++ {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
 		for {
 			tk, _ := s.next(now)
 			if tk == nil {
 				break
 			}
-			if tk.en.key != "bad" {
-				s.finish(tk, outWritten, 0, false, now)
-				continue
-			}
 			tries++
 			if exhausted, _ := s.finish(tk, outServerFailed, time.Second, true, now); exhausted {
-				t.Fatalf("try %d: a shed key was dropped as retries exhausted", tries)
+				t.Fatalf("try %d: a key was dropped as retries exhausted during an outage answered 429", tries)
 			}
 		}
 	}
-	if tries < 10 || s.entries["bad"] == nil || s.pendingEvents == 0 {
-		t.Fatalf("%d tries; the key answered 429 is gone", tries)
+	if tries < 10 || s.pendingEvents != 5 {
+		t.Fatalf("%d tries, %d events still waiting (want 5)", tries, s.pendingEvents)
 	}
 }
 
@@ -352,6 +349,26 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 	if old.rate != 50 || old.tokens != 100 {
 		t.Fatalf("a disturbance long ago still restarts gently: rate %v tokens %v", old.rate, old.tokens)
 	}
+	// With no limit, the restart rate is the rate of recent successes,
+	// decayed with the idle time.
+	busy := func(idle time.Duration) float64 {
+		var p pacer
+		p.init(-1, 0, true, t0)
+		now := t0
+		for range 2000 { // 1,000 writes/s for 2 s
+			now = now.Add(time.Millisecond)
+			p.success(now)
+		}
+		p.failed(now)
+		p.restartAfterIdle(now.Add(idle), idle)
+		return p.rate
+	}
+	if r := busy(time.Millisecond); r < 800 {
+		t.Fatalf("a limitless engine idle for 1 ms restarted at %v writes/s, want about 1000", r)
+	}
+	if r := busy(20 * time.Second); r != restartRate {
+		t.Fatalf("a limitless engine idle for 20 s restarted at %v writes/s, want %v", r, restartRate)
+	}
 	var off pacer
 	off.init(50, 100, false, t0)
 	off.failed(t0)
@@ -370,4 +387,46 @@ func TestWeightOf(t *testing.T) {
 			t.Errorf("weightOf(%v) = %v, want %v", c.wait, got, c.want)
 		}
 	}
+}
+
+// A key refused 429 again and again while the server accepts the others (a
+// limit of its own, as the EventRateLimit admission plugin sets per object)
+// does not hold up the others: its repeated refusals do not cut the rate,
+// and it is dropped after MaxTries.
+func TestSchedKeyRefusedAloneIsDropped(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{}, t0) // 50 writes/s, MaxTries 12
+	s.add("bad", schedItem("b", t0), t0)
+	added, written, badTries, droppedAt := 0, 0, 0, time.Duration(-1)
+	for ms := 0; ms < 60000; ms++ {
+		now := t0.Add(time.Duration(ms) * time.Millisecond)
+		if ms%50 == 0 { // 20 good events per second
+			s.add(fmt.Sprint("k", ms), schedItem(fmt.Sprint("e", ms), now), now)
+			added++
+		}
+		for {
+			tk, _ := s.next(now)
+			if tk == nil {
+				break
+			}
+			if tk.en.key != "bad" {
+				s.finish(tk, outWritten, 0, false, now)
+				written++
+				continue
+			}
+			badTries++
+			if exhausted, _ := s.finish(tk, outServerFailed, time.Second, true, now); exhausted {
+				droppedAt = now.Sub(t0)
+			}
+		}
+	}
+	// Its first tries, before any write was accepted, saw an outage and
+	// were not charged.
+	if droppedAt < 0 || badTries > 20 {
+		t.Fatalf("the refused key was tried %d times, dropped at %v", badTries, droppedAt)
+	}
+	if written < added-5 { // the last may still wait for a token
+		t.Fatalf("%d of %d good events written in a minute (the refused key dropped at %v)", written, added, droppedAt)
+	}
+	t.Logf("refused key dropped after %d tries at %v; %d of %d good events written", badTries, droppedAt, written, added)
 }
