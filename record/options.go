@@ -145,8 +145,9 @@ func WithAdaptiveWriteRate(enabled bool) BroadcasterOption {
 
 // WithMaxTries sets how many failed writes of one key in a row drop its
 // events (retries_exhausted). Default 12 (client-go's). Failed probes, sent
-// while the server is seen down, are not charged to a key: during an
-// outage events wait (WithMaxPending bounds them).
+// while the server is seen down, and 429s when nothing is accepted are not
+// charged to a key: during an outage events wait (WithMaxPending bounds
+// them). A 429 while the server accepts other writes is charged.
 func WithMaxTries(n int) BroadcasterOption {
 	return func(c *config) { c.engine.MaxTries = n }
 }

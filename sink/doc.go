@@ -44,9 +44,11 @@
 // above. Answers about one event stay with
 // that key: 404 on a patch creates it, AlreadyExists, Forbidden, Invalid
 // and namespace terminating drop it. A key whose writes fail while the
-// server answers the others is dropped after MaxTries of its own failures;
-// failed probes and 429s are not charged to a key, so during an outage or
-// overload events wait, however long it lasts (MaxPending bounds them).
+// server answers the others is dropped after MaxTries of its own failures
+// (a 429 included: a key refused again and again while the others are
+// accepted meets a limit of its own); failed probes, and 429s when nothing
+// is accepted, are not charged to a key, so during an outage events wait,
+// however long it lasts (MaxPending bounds them).
 //
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
 // default) whose rate adapts to the server, as TCP's congestion window

@@ -42,8 +42,10 @@ type Options struct {
 	// MaxTries is how many failed writes of one key, in a row, drop its
 	// events as retries_exhausted (default 12, client-go's). Only failures
 	// that can be the key's count: a failed probe, sent while the server
-	// was seen down, and a 429 are the server's, so during an outage or an
-	// overload events wait (bounded by MaxPending) however long it lasts.
+	// was seen down, and a 429 when nothing was accepted lately are the
+	// server's, so during an outage events wait (bounded by MaxPending)
+	// however long it lasts. A 429 while the server accepts other writes
+	// counts: a key refused again and again then meets a limit of its own.
 	MaxTries int
 	// MaxPending caps the writes waiting (one per event waiting to be
 	// written; repeats of one event are one write). Default 10000.

@@ -425,9 +425,9 @@ func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload 
 		}
 		// A failed probe is the server's failure, not the key's: while
 		// the server is down events wait, however long (MaxPending bounds
-		// them). So is a 429: the server sheds load, whatever the event.
-		// A key that fails otherwise while the server answers the others
-		// is charged, and dropped after maxTries.
+		// them). So is a 429 when nothing is accepted (a shed 429 is
+		// charged above). A key that fails otherwise while the server
+		// answers the others is charged, and dropped after maxTries.
 		if !t.probe && !overload {
 			en.failures++
 		}
