@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ref "k8s.io/client-go/tools/reference"
 )
 
@@ -134,7 +135,10 @@ func (c *kindCache) referenceInto(dst *v1.ObjectReference, scheme *runtime.Schem
 		return nil
 	}
 	var k kindInfo
-	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+	ko := obj.GetObjectKind()
+	if kind, apiVersion := storedKind(ko); kind != "" && apiVersion != "" {
+		k = kindInfo{kind: kind, apiVersion: apiVersion}
+	} else if gvk := ko.GroupVersionKind(); !gvk.Empty() {
 		k = kindInfo{kind: gvk.Kind, apiVersion: gvk.GroupVersion().String()}
 	} else if k, err = c.lookup(scheme, obj); err != nil {
 		return err
@@ -175,4 +179,20 @@ func (c *kindCache) lookup(scheme *runtime.Scheme, obj runtime.Object) (kindInfo
 		slot.n.Store(0)
 	}
 	return k, nil
+}
+
+// storedKind returns the kind and apiVersion an object carries as strings
+// (TypeMeta, unstructured), so that using them allocates nothing; empty if
+// it does not carry them that way.
+func storedKind(ko schema.ObjectKind) (kind, apiVersion string) {
+	switch t := ko.(type) {
+	case *metav1.TypeMeta:
+		return t.Kind, t.APIVersion
+	case interface {
+		GetKind() string
+		GetAPIVersion() string
+	}:
+		return t.GetKind(), t.GetAPIVersion()
+	}
+	return "", ""
 }
