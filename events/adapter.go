@@ -47,18 +47,20 @@ func NewEventBroadcasterAdapter(client kubernetes.Interface) EventBroadcasterAda
 // ShutdownWithContext(ctx) error, Stats() Stats and LegacyStats() Stats.
 func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernetes.Interface, opts ...Option) EventBroadcasterAdapter {
 	all := append([]Option{record.WithContext(ctx)}, opts...)
+	coreEvents := &sink.EventSinkImpl{Interface: client.CoreV1().Events("")}
 	ds := &discoverySink{
 		client: client,
 		v1:     coreSink{&EventSinkImpl{Interface: client.EventsV1()}},
-		core:   &sink.EventSinkImpl{Interface: client.CoreV1().Events("")},
-		logger: klog.FromContext(ctx),
+		core:   coreEvents,
 	}
 	// ctx ending shuts both broadcasters down (record.WithContext), and with
 	// them the goroutine of a deprecated StartRecordingToSink.
+	eb := newBroadcaster(ds, all)
+	ds.logger = eb.logger // the broadcasters' (record.WithLogger if given)
 	return &adapter{
-		events:     newBroadcaster(ds, all),
+		events:     eb,
 		legacy:     record.NewBroadcaster(all...),
-		legacySink: &sink.EventSinkImpl{Interface: client.CoreV1().Events("")},
+		legacySink: coreEvents,
 	}
 }
 

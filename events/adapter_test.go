@@ -3,10 +3,13 @@ package events_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,4 +212,31 @@ func TestAdapterContextEndShutsDown(t *testing.T) {
 	a.StartRecordingToSink(nil)
 	cancel()
 	a.Shutdown()
+}
+
+// The adapter's discovery logs through the logger its options give
+// (record.WithLogger), as the broadcasters do.
+func TestAdapterDiscoveryLogsThroughItsLogger(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	cs := fake.NewClientset() // discovery lists no events.k8s.io/v1
+	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
+		record.WithWriteLimit(-1, 0), record.WithLogger(logger))
+	t.Cleanup(a.Shutdown)
+	a.StartRecordingToSink(nil)
+	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flushAdapter(t, a)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, "does not serve events.k8s.io/v1") {
+			return
+		}
+	}
+	t.Fatalf("the fallback to core/v1 was not logged through the adapter's logger: %q", lines)
 }
