@@ -52,7 +52,10 @@ type EventBroadcaster interface {
 // Stats are the broadcaster's counters, the same as record's (see
 // record.Stats): each occurrence of an event is one recorded event, and
 // every repeat of a series is either a write of its own (Patched) or folded
-// into the count of the next write (Coalesced).
+// into the count of the next write (Coalesced). A series write carries the
+// series' whole count: when one is given up (Dropped) and a later write of
+// the same series succeeds, the server's count includes the occurrences
+// Stats count as dropped, so Dropped can overstate what the server lacks.
 type Stats = record.Stats
 
 // Option configures a broadcaster. The options are record's (for example

@@ -180,7 +180,6 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 	if s.pendingWrites == 0 && s.inFlight == 0 && !s.idleSince.IsZero() {
 		// Work again after a quiet time: the rate restarts gently if the
 		// server was in trouble lately.
-		s.weigh(now, it)
 		s.pace.restartAfterIdle(now, now.Sub(s.idleSince))
 		s.idleSince = time.Time{}
 	}
