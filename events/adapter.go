@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -91,21 +92,16 @@ func (a *adapter) Shutdown() {
 	a.events.Shutdown()
 }
 
-// Flush flushes both broadcasters.
+// Flush flushes both broadcasters (the second even if the first's flush
+// failed) and returns both errors.
 func (a *adapter) Flush(ctx context.Context) error {
-	if err := a.events.Flush(ctx); err != nil {
-		return err
-	}
-	return a.legacy.Flush(ctx)
+	return errors.Join(a.events.Flush(ctx), a.legacy.Flush(ctx))
 }
 
-// ShutdownWithContext shuts both broadcasters down within ctx.
+// ShutdownWithContext shuts both broadcasters down within ctx and returns
+// both errors.
 func (a *adapter) ShutdownWithContext(ctx context.Context) error {
-	errLegacy := a.legacy.ShutdownWithContext(ctx)
-	if err := a.events.ShutdownWithContext(ctx); err != nil {
-		return err
-	}
-	return errLegacy
+	return errors.Join(a.legacy.ShutdownWithContext(ctx), a.events.ShutdownWithContext(ctx))
 }
 
 // Stats returns the counters of the events.k8s.io/v1 broadcaster (the one
