@@ -2,11 +2,12 @@ package events
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/fakeoverflow"
 )
 
 // FakeRecorder is client-go's events.FakeRecorder: it formats each event as
@@ -28,28 +29,13 @@ type FakeRecorder struct {
 	overflow *atomic.Int64 // nil in a FakeRecorder not made by NewFakeRecorder
 }
 
-// literalOverflow counts the overflow of FakeRecorders built as struct
-// literals (with no counter of their own), by their Events channel, so that
-// copies share it. An entry is made at the first overflow only.
-var literalOverflow sync.Map // chan string -> *atomic.Int64
-
 // counter returns f's overflow counter; create makes one for a literal
-// FakeRecorder that has none yet.
+// FakeRecorder that has none yet (see internal/fakeoverflow).
 func (f *FakeRecorder) counter(create bool) *atomic.Int64 {
-	if f.overflow != nil {
-		return f.overflow
-	}
-	if f.Events == nil {
+	if f.overflow == nil && f.Events == nil {
 		return nil
 	}
-	if v, ok := literalOverflow.Load(f.Events); ok {
-		return v.(*atomic.Int64)
-	}
-	if !create {
-		return nil
-	}
-	v, _ := literalOverflow.LoadOrStore(f.Events, new(atomic.Int64))
-	return v.(*atomic.Int64)
+	return fakeoverflow.Counter(f.overflow, f.Events, create)
 }
 
 var (

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/fakeoverflow"
 )
 
 // FakeRecorder is client-go's FakeRecorder: it formats each event as a
@@ -17,8 +19,9 @@ import (
 //	"<type> <reason> <message>[ involvedObject{kind=K,apiVersion=G/V}][ map[annotations]]"
 //
 // It is safe for concurrent use and, as client-go's, may be copied by value
-// (copies share the overflow count). The zero value counts every event as
-// overflow, in a count shared by all zero-value recorders; use
+// (copies share the overflow count; so do recorders built as struct
+// literals with the same Events channel). The zero value counts every event
+// as overflow, in a count shared by all zero-value recorders; use
 // NewFakeRecorder. For structured assertions see package record/recordtest.
 type FakeRecorder struct {
 	Events        chan string
@@ -27,15 +30,19 @@ type FakeRecorder struct {
 	overflow *atomic.Int64 // nil in a zero FakeRecorder: zeroOverflow
 }
 
-// zeroOverflow is the overflow count of zero-value FakeRecorders, which
-// have no count of their own.
+// zeroOverflow is the overflow count of zero-value FakeRecorders (no
+// Events channel, no count of their own).
 var zeroOverflow atomic.Int64
 
-func (f *FakeRecorder) counter() *atomic.Int64 {
-	if f.overflow == nil {
+// counter returns f's overflow counter: its own (NewFakeRecorder), or its
+// Events channel's (a struct literal, see internal/fakeoverflow), or the one
+// of zero-value recorders; create makes the channel's at the first
+// overflow.
+func (f *FakeRecorder) counter(create bool) *atomic.Int64 {
+	if f.overflow == nil && f.Events == nil {
 		return &zeroOverflow
 	}
-	return f.overflow
+	return fakeoverflow.Counter(f.overflow, f.Events, create)
 }
 
 var _ EventRecorderLogger = (*FakeRecorder)(nil)
@@ -47,7 +54,12 @@ func NewFakeRecorder(bufferSize int) *FakeRecorder {
 }
 
 // Overflow returns how many events did not fit in Events.
-func (f *FakeRecorder) Overflow() int64 { return f.counter().Load() }
+func (f *FakeRecorder) Overflow() int64 {
+	if c := f.counter(false); c != nil {
+		return c.Load()
+	}
+	return 0
+}
 
 // Event implements EventRecorder.
 func (f *FakeRecorder) Event(object runtime.Object, eventtype, reason, message string) {
@@ -83,6 +95,6 @@ func (f *FakeRecorder) write(object runtime.Object, annotations map[string]strin
 	select {
 	case f.Events <- s:
 	default:
-		f.counter().Add(1)
+		f.counter(true).Add(1)
 	}
 }

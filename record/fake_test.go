@@ -70,3 +70,20 @@ func TestFakeRecorderCopiedByValue(t *testing.T) {
 		t.Fatalf("overflow %d and %d", f.Overflow(), c.Overflow())
 	}
 }
+
+// FakeRecorders built as struct literals count their overflow by their
+// channel: each its own, copies together, none another's.
+func TestFakeRecorderLiteralsCountApart(t *testing.T) {
+	a := record.FakeRecorder{Events: make(chan string)} // unbuffered: every event overflows
+	b := &record.FakeRecorder{Events: make(chan string)}
+	if a.Overflow() != 0 || b.Overflow() != 0 {
+		t.Fatalf("fresh literals: %d and %d", a.Overflow(), b.Overflow())
+	}
+	a.Event(nil, v1.EventTypeNormal, "A", "overflows")
+	c := a
+	c.Event(nil, v1.EventTypeNormal, "A", "overflows")
+	b.Event(nil, v1.EventTypeNormal, "B", "overflows")
+	if a.Overflow() != 2 || c.Overflow() != 2 || b.Overflow() != 1 {
+		t.Fatalf("overflow: a %d, its copy %d, b %d; want 2, 2, 1", a.Overflow(), c.Overflow(), b.Overflow())
+	}
+}
