@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldk8s/herald/internal/bench/server"
 )
 
 // eventsAPI is a loopback HTTP server that speaks the part of the core/v1
@@ -20,18 +23,18 @@ import (
 //
 //   - from its start until downUntil, every request is answered 503 with a
 //     Status body (an API server that is not ready);
-//   - after that it accepts at most capacity requests in each second of the
-//     clock and answers the rest 429 TooManyRequests with Retry-After: 1,
-//     as API Priority and Fairness does when it sheds load.
+//   - after that it admits requests through model (a per-second window or a
+//     token bucket, see model.go) and answers the rest 429 TooManyRequests
+//     with the model's Retry-After, as API Priority and Fairness does when
+//     it sheds load.
 type eventsAPI struct {
 	start     time.Time
 	downUntil time.Time
-	capacity  int
+	model     server.Model
 
 	mu        sync.Mutex
 	events    map[string]*v1.Event // namespace/name
 	perSecond map[int]int          // requests by second since start
-	accepted  map[int]int          // requests accepted by second since start
 	requests  int
 	down      int // requests answered during the outage
 	tooMany   int
@@ -40,10 +43,10 @@ type eventsAPI struct {
 	stored func(ev *v1.Event, at time.Time)
 }
 
-func newEventsAPI(start time.Time, outage time.Duration, capacity int) *eventsAPI {
+func newEventsAPI(start time.Time, outage time.Duration, model server.Model) *eventsAPI {
 	return &eventsAPI{
-		start: start, downUntil: start.Add(outage), capacity: capacity,
-		events: map[string]*v1.Event{}, perSecond: map[int]int{}, accepted: map[int]int{},
+		start: start, downUntil: start.Add(outage), model: model,
+		events: map[string]*v1.Event{}, perSecond: map[int]int{},
 	}
 }
 
@@ -71,12 +74,11 @@ func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is not ready", 0)
 		return
 	}
-	if s.accepted[sec] >= s.capacity {
+	if ok, retryAfter := s.model.Admit(now); !ok {
 		s.tooMany++
-		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", 1)
+		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", int(math.Ceil(retryAfter.Seconds())))
 		return
 	}
-	s.accepted[sec]++
 	// /api/v1/namespaces/{ns}/events[/{name}]
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) < 5 || parts[0] != "api" || parts[2] != "namespaces" || parts[4] != "events" {

@@ -18,6 +18,7 @@ import (
 	clientrecord "k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldk8s/herald/internal/bench/server"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -26,8 +27,9 @@ import (
 // independent controllers, each with its own clientset (QPS 20, Burst 30)
 // and its own broadcaster, record batch Warning events each on distinct
 // objects while the API server answers 503 for fleetOutage; it then comes
-// back with a capacity of fleetCapacity requests/s (429 Retry-After 1
-// above it); fleetSecond after its return each records batch more.
+// back with a capacity of fleetCapacity requests/s, counted by one of the
+// server models of model.go (429 Retry-After 1 above it); fleetSecond after
+// its return each records batch more.
 const (
 	fleetControllers = 100
 	fleetBatch       = 30
@@ -37,25 +39,39 @@ const (
 	fleetMax         = 60 * time.Second // observation, at most, after the return
 )
 
+// fleetModels are the loopback server's models of its capacity.
+var fleetModels = []struct {
+	name string
+	mk   func(start time.Time) server.Model
+}{
+	{"window", func(start time.Time) server.Model { return server.NewWindow(start, fleetCapacity) }},
+	{"bucket", func(time.Time) server.Model { return server.NewBucket(fleetCapacity) }},
+}
+
+// fleetCases are the implementations and settings each server runs.
+var fleetCases = []struct {
+	scenario, impl string
+	herald         []record.BroadcasterOption
+	note           string
+}{
+	{scenario: "defaults", impl: "herald", note: "herald's defaults (write limit 50/s, burst 100, 4 workers)"},
+	{scenario: "defaults", impl: "client-go", note: "client-go's defaults"},
+	{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald with record.WithWriteLimit(-1, 0)"},
+}
+
 func BenchmarkFleet(b *testing.B) {
-	for _, c := range []struct {
-		scenario, impl string
-		herald         []record.BroadcasterOption
-		note           string
-	}{
-		{scenario: "defaults", impl: "herald", note: "herald's defaults (write limit 50/s, burst 100, 4 workers)"},
-		{scenario: "defaults", impl: "client-go", note: "client-go's defaults"},
-		{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald with record.WithWriteLimit(-1, 0)"},
-	} {
-		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
-			b.Logf("benchnote: Fleet/%s: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s (429 Retry-After 1 above it); %d more each %v after its return. %s. s-to-first-batch: from the return until the first %d are stored (%v: never).",
-				c.scenario, fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, c.note, fleetControllers*fleetBatch, fleetMax)
-			var sums fleetResult
-			for range b.N {
-				sums.add(runFleet(b, c.impl, c.herald))
-			}
-			sums.report(b, b.N)
-		})
+	for _, m := range fleetModels {
+		for _, c := range fleetCases {
+			b.Run(m.name+"/"+c.scenario+"/impl="+c.impl, func(b *testing.B) {
+				b.Logf("benchnote: Fleet/%s/%s: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s (%v); %d more each %v after its return. %s. s-to-first-batch: from the return until the first %d are stored (%v: never).",
+					m.name, c.scenario, fleetControllers, fleetBatch, fleetOutage, fleetCapacity, m.mk(time.Now()), fleetBatch, fleetSecond, c.note, fleetControllers*fleetBatch, fleetMax)
+				var sums fleetResult
+				for range b.N {
+					sums.add(runFleet(b, m.mk, c.impl, c.herald))
+				}
+				sums.report(b, b.N)
+			})
+		}
 	}
 }
 
@@ -100,10 +116,10 @@ type fleetController struct {
 	clientR clientrecord.EventRecorder
 }
 
-func runFleet(b *testing.B, impl string, opts []record.BroadcasterOption) fleetResult {
+func runFleet(b *testing.B, model func(start time.Time) server.Model, impl string, opts []record.BroadcasterOption) fleetResult {
 	b.Helper()
 	start := time.Now()
-	api := newEventsAPI(start, fleetOutage, fleetCapacity)
+	api := newEventsAPI(start, fleetOutage, model(start))
 	returned := start.Add(fleetOutage)
 	var mu sync.Mutex
 	var firstLeft, allLeft = fleetControllers * fleetBatch, 2 * fleetControllers * fleetBatch

@@ -145,3 +145,37 @@ BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/
 		t.Errorf("Missed() = %v, want %v", got, want)
 	}
 }
+
+// The fleet targets hold for every loopback server model (Fleet/window,
+// Fleet/bucket) and for none of the real server's figures (FleetAPF), which
+// are printed only.
+func TestFleetTargetsByServerModel(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/bench/server
+BenchmarkFleet/window/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	6000 recorded	6000 stored
+BenchmarkFleet/bucket/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	6000 recorded	5999 stored
+BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1500 recorded	1497 stored
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Fleet/window/defaults | peak-requests/s | — | 500 | — | herald ≤ 450 (1.5× capacity) | **NO** |",
+		"| Fleet/window/defaults | stored | — | 6000 | — | herald = recorded | yes |",
+		"| Fleet/bucket/defaults | peak-requests/s | — | 400 | — | herald ≤ 450 (1.5× capacity) | yes |",
+		"| Fleet/bucket/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
+		"| FleetAPF/defaults | lost | — | 3 | — |  |  |",
+		"| FleetAPF/defaults | peak-requests/s | — | 900 | — |  |  |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if got := strings.Join(res.Missed(), ", "); got != "Fleet/window/defaults peak-requests/s, Fleet/bucket/defaults stored" {
+		t.Errorf("missed %q", got)
+	}
+}
