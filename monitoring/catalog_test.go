@@ -34,6 +34,7 @@ type family struct {
 	typ    dto.MetricType
 	labels map[string]bool
 	values map[string]map[string]bool // label -> values seen
+	series []map[string]string        // the label sets gathered
 }
 
 // catalog maps metric family names to what was gathered.
@@ -44,13 +45,16 @@ func newCatalog(mfs []*dto.MetricFamily) catalog {
 	for _, mf := range mfs {
 		f := &family{typ: mf.GetType(), labels: map[string]bool{}, values: map[string]map[string]bool{}}
 		for _, m := range mf.GetMetric() {
+			ls := map[string]string{}
 			for _, lp := range m.GetLabel() {
+				ls[lp.GetName()] = lp.GetValue()
 				f.labels[lp.GetName()] = true
 				if f.values[lp.GetName()] == nil {
 					f.values[lp.GetName()] = map[string]bool{}
 				}
 				f.values[lp.GetName()][lp.GetValue()] = true
 			}
+			f.series = append(f.series, ls)
 		}
 		c[mf.GetName()] = f
 	}

@@ -144,7 +144,10 @@ type panel struct {
 		LegendFormat string         `json:"legendFormat"`
 		RefID        string         `json:"refId"`
 	} `json:"targets"`
-	Panels []panel `json:"panels"` // a collapsed row's
+	Panels  []panel `json:"panels"` // a collapsed row's
+	GridPos struct {
+		H, W, X, Y int
+	} `json:"gridPos"`
 }
 
 type variable struct {
@@ -231,6 +234,19 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	walk(d.Panels)
+	// Grafana places panels on a grid 24 wide: none may cover another.
+	for i, p := range d.Panels {
+		g := p.GridPos
+		if g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+			t.Errorf("panel %q: gridPos %+v outside the grid", p.Title, g)
+		}
+		for _, o := range d.Panels[:i] {
+			h := o.GridPos
+			if g.X < h.X+h.W && h.X < g.X+g.W && g.Y < h.Y+h.H && h.Y < g.Y+g.H {
+				t.Errorf("panels %q %+v and %q %+v overlap", o.Title, h, p.Title, g)
+			}
+		}
+	}
 	panels := flatten(d.Panels)
 	if len(panels) == 0 {
 		t.Fatal("no panels")
