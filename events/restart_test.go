@@ -1,0 +1,280 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+)
+
+// creates counts the creates a fake clientset answered, by event name.
+type creates struct {
+	mu    sync.Mutex
+	names map[string]int
+}
+
+func countCreates(cs *fake.Clientset) *creates {
+	c := &creates{names: map[string]int{}}
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject()
+		name := obj.(interface{ GetName() string }).GetName()
+		c.mu.Lock()
+		c.names[name]++
+		c.mu.Unlock()
+		return false, nil, nil // the tracker stores it
+	})
+	return c
+}
+
+// twice returns the names created more than once.
+func (c *creates) twice() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n, k := range c.names {
+		if k > 1 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func newRestartBroadcaster(t *testing.T) (events.EventBroadcaster, *memSink) {
+	t.Helper()
+	s := newMemSink()
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+	t.Cleanup(b.Shutdown)
+	return b, s
+}
+
+// checkOnce fails if an event was created twice (memSink answers a second
+// create of a name AlreadyExists) or if the sink does not hold want events.
+func checkOnce(t *testing.T, b events.EventBroadcaster, s *memSink, want int) {
+	t.Helper()
+	s.mu.Lock()
+	creates, stored := s.creates, len(s.events)
+	s.mu.Unlock()
+	if creates != stored {
+		t.Errorf("%d creates for %d events: some were written twice", creates, stored)
+	}
+	if want >= 0 && stored != want {
+		t.Errorf("stored %d of %d events; stats %+v", stored, want, b.Stats())
+	}
+}
+
+// client-go's deprecated restart: StartRecordingToSink(stopCh), close it,
+// StartRecordingToSink(newStopCh) at once. The new start is not refused
+// while the old sink stops: every event recorded after it is written, once
+// (the case: 30 events recorded after the restart, 30 lost).
+func TestStartRecordingToSinkAfterStopRestarts(t *testing.T) {
+	t.Run("fake clientset", func(t *testing.T) {
+		// The fake clientset takes tens of milliseconds a create under
+		// -race: few events, and a grace period the old sink's writes
+		// cannot outlast.
+		cs := fake.NewClientset()
+		c := countCreates(cs)
+		b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()},
+			record.WithWriteLimit(-1, 0), record.WithShutdownGracePeriod(5*time.Minute), record.WithLogger(klogDiscard()))
+		t.Cleanup(b.Shutdown)
+		want := restartRounds(b, 1, 5, 30)
+		flush(t, b)
+		if got := len(listEvents(t, cs)); got != want {
+			t.Fatalf("stored %d of %d events; stats %+v", got, want, b.Stats())
+		}
+		if d := c.twice(); len(d) > 0 {
+			t.Fatalf("created twice: %v", d)
+		}
+		checkRestartStats(t, b, want)
+	})
+	t.Run("memory sink", func(t *testing.T) {
+		b, s := newRestartBroadcaster(t)
+		want := restartRounds(b, 20, 30, 30)
+		flush(t, b)
+		checkOnce(t, b, s, want)
+		checkRestartStats(t, b, want)
+	})
+}
+
+// restartRounds records perRound events, closes the stopCh and restarts
+// recording at once, rounds times, then records last events, and returns
+// how many it recorded. Recording ends at Shutdown.
+func restartRounds(b events.EventBroadcaster, rounds, perRound, last int) (recorded int) {
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	stop := make(chan struct{})
+	b.StartRecordingToSink(stop)
+	for round := range rounds {
+		for i := range perRound {
+			r.Eventf(pod("ns", fmt.Sprintf("r%d-p%d", round, i)), nil, v1.EventTypeNormal, "R", "A", "n")
+			recorded++
+		}
+		close(stop)
+		stop = make(chan struct{})
+		b.StartRecordingToSink(stop)
+	}
+	for i := range last {
+		r.Eventf(pod("ns", fmt.Sprint("last", i)), nil, v1.EventTypeNormal, "R", "A", "n")
+		recorded++
+	}
+	return recorded
+}
+
+func checkRestartStats(t *testing.T, b events.EventBroadcaster, want int) {
+	t.Helper()
+	st := b.Stats()
+	checkIdentity(t, st)
+	if st.Created != int64(want) || st.Dropped.Total() != 0 || st.Abandoned != 0 {
+		t.Fatalf("stats %+v, want %d created", st, want)
+	}
+}
+
+// The same with StartRecordingToSinkWithContext and a cancelled context.
+func TestStartRecordingToSinkWithContextAfterCancelRestarts(t *testing.T) {
+	b, s := newRestartBroadcaster(t)
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Eventf(pod("ns", "before"), nil, v1.EventTypeNormal, "R", "A", "n")
+	cancel()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	if err := b.StartRecordingToSinkWithContext(ctx2); err != nil {
+		t.Fatalf("restart refused: %v", err)
+	}
+	// A third start while the second is pending (or running) is refused:
+	// two sinks would write every event twice.
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err == nil {
+		t.Fatal("a second start while recording was accepted")
+	}
+	for i := range 30 {
+		r.Eventf(pod("ns", fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	flush(t, b)
+	checkOnce(t, b, s, 31)
+	checkIdentity(t, b.Stats())
+}
+
+// Restarts while another goroutine records all the time: no event is
+// written twice (those recorded between a stop and the next start may reach
+// no sink), and every event recorded by the restarting goroutine itself
+// after each start is written.
+func TestRestartUnderLoadWritesOnce(t *testing.T) {
+	b, s := newRestartBroadcaster(t)
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			r.Eventf(pod("bg", fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "R", "A", "n")
+		}
+	}()
+	own := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 50 {
+		cancel()
+		ctx, cancel = context.WithCancel(context.Background())
+		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+			t.Fatalf("round %d: restart refused: %v", round, err)
+		}
+		r.Eventf(pod("own", fmt.Sprint("p", round)), nil, v1.EventTypeNormal, "R", "A", "n")
+		own++
+	}
+	close(done)
+	wg.Wait()
+	flush(t, b)
+	cancel()
+	stored := 0
+	for _, e := range s.all() {
+		if e.Namespace == "own" {
+			stored++
+		}
+	}
+	if stored != own {
+		t.Fatalf("stored %d of the %d events recorded after a start; stats %+v", stored, own, b.Stats())
+	}
+	checkOnce(t, b, s, -1)
+	st := b.Stats()
+	if u := st.Unaccounted(); u != 0 {
+		t.Fatalf("Unaccounted = %d; stats %+v", u, st)
+	}
+	if st.Offered > st.Broadcast || st.Created != st.Offered || st.Dropped.Total() != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A handler of the broadcaster may stop and restart recording: nothing
+// waits for the handler, and the restart takes effect.
+func TestRestartFromHandler(t *testing.T) {
+	b, s := newRestartBroadcaster(t)
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	stop := make(chan struct{})
+	b.StartRecordingToSink(stop)
+	restarted := make(chan struct{})
+	var once sync.Once
+	stopW, err := b.StartEventWatcher(func(obj runtime.Object) {
+		once.Do(func() {
+			close(stop)
+			b.StartRecordingToSink(nil) // until Shutdown
+			// Flush from the handler waits for the restart, which does not
+			// wait for this handler.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := b.Flush(ctx); err != nil {
+				t.Errorf("Flush from the handler: %v", err)
+			}
+			close(restarted)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopW()
+	r.Eventf(pod("ns", "first"), nil, v1.EventTypeNormal, "R", "A", "n")
+	<-restarted
+	for i := range 30 {
+		r.Eventf(pod("ns", fmt.Sprint("p", i)), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	flush(t, b)
+	checkOnce(t, b, s, 31)
+}
+
+// Shutdown while a restart waits for the old sink: every event is
+// accounted for, and no goroutine is left (goleak in TestMain).
+func TestShutdownDuringRestart(t *testing.T) {
+	for range 20 {
+		b := events.NewBroadcaster(newMemSink(), record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+		r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+		stop := make(chan struct{})
+		b.StartRecordingToSink(stop)
+		r.Eventf(pod("ns", "a"), nil, v1.EventTypeNormal, "R", "A", "n")
+		close(stop)
+		b.StartRecordingToSink(make(chan struct{})) // never closed: Shutdown stops it
+		r.Eventf(pod("ns", "b"), nil, v1.EventTypeNormal, "R", "A", "n")
+		b.Shutdown()
+		st := b.Stats()
+		if u := st.Unaccounted(); u != 0 || st.Recorded != 2 || st.Queued != 0 || st.Pending != 0 || st.InFlight != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+	}
+}
