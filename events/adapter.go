@@ -20,6 +20,8 @@ import (
 // EventBroadcasterAdapter is client-go's (deprecated) interface of a
 // broadcaster that writes through events.k8s.io/v1 when the API server
 // serves it and through core/v1 otherwise.
+//
+//lint:ignore SA1019 herald is a drop-in for client-go's tools/events: it keeps its deprecated API
 type EventBroadcasterAdapter = cgevents.EventBroadcasterAdapter
 
 // NewEventBroadcasterAdapter is NewEventBroadcasterAdapterWithContext with

@@ -21,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/events"
-	"github.com/heraldk8s/herald/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,24 +31,28 @@ var (
 	_ func(cgevents.EventSink, ...events.Option) cgevents.EventBroadcaster = func(s cgevents.EventSink, o ...events.Option) cgevents.EventBroadcaster {
 		return events.NewBroadcaster(s, o...)
 	}
-	_ cgevents.EventBroadcaster                                   = events.EventBroadcaster(nil)
-	_ cgevents.EventRecorderLogger                                = events.EventRecorderLogger(nil)
-	_ cgevents.AnnotatedEventRecorder                             = events.AnnotatedEventRecorder(nil)
-	_ cgevents.EventRecorderLogger                                = (*events.FakeRecorder)(nil)
-	_ cgevents.AnnotatedEventRecorder                             = (*events.FakeRecorder)(nil)
-	_ events.EventRecorderLogger                                  = (*cgevents.FakeRecorder)(nil)
-	_ events.AnnotatedEventRecorder                               = (*cgevents.FakeRecorder)(nil)
-	_ events.EventSink                                            = (*cgevents.EventSinkImpl)(nil)
-	_ cgevents.EventSink                                          = (*events.EventSinkImpl)(nil)
-	_ func(kubernetes.Interface) cgevents.EventBroadcasterAdapter = events.NewEventBroadcasterAdapter
+	_ cgevents.EventBroadcaster       = events.EventBroadcaster(nil)
+	_ cgevents.EventRecorderLogger    = events.EventRecorderLogger(nil)
+	_ cgevents.AnnotatedEventRecorder = events.AnnotatedEventRecorder(nil)
+	_ cgevents.EventRecorderLogger    = (*events.FakeRecorder)(nil)
+	_ cgevents.AnnotatedEventRecorder = (*events.FakeRecorder)(nil)
+	_ events.EventRecorderLogger      = (*cgevents.FakeRecorder)(nil)
+	_ events.AnnotatedEventRecorder   = (*cgevents.FakeRecorder)(nil)
+	_ events.EventSink                = (*cgevents.EventSinkImpl)(nil)
+	_ cgevents.EventSink              = (*events.EventSinkImpl)(nil)
 )
+
+// herald keeps client-go's adapter API, deprecated there.
+//
+//lint:ignore SA1019 a drop-in for client-go's tools/events keeps its deprecated API
+var _ func(kubernetes.Interface) cgevents.EventBroadcasterAdapter = events.NewEventBroadcasterAdapter
 
 // The recorders a broadcaster returns are client-go's recorder types,
 // annotated ones included.
 func TestRecorderSatisfiesClientGoInterfaces(t *testing.T) {
 	b := events.NewBroadcaster(nil)
 	defer b.Shutdown()
-	var r cgevents.EventRecorderLogger = b.NewRecorder(nil, "example.com/ctl")
+	r := b.NewRecorder(nil, "example.com/ctl") // a cgevents.EventRecorderLogger
 	if _, ok := r.(cgevents.AnnotatedEventRecorder); !ok {
 		t.Fatalf("%T is not an AnnotatedEventRecorder", r)
 	}
@@ -69,20 +72,6 @@ func flush(t testing.TB, b events.EventBroadcaster) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatalf("Flush: %v; stats %+v", err, b.Stats())
 	}
-}
-
-// newFakeBroadcaster returns a recording broadcaster writing to a fake
-// clientset's events.k8s.io/v1 client, unlimited.
-func newFakeBroadcaster(t testing.TB, opts ...events.Option) (events.EventBroadcaster, *fake.Clientset) {
-	t.Helper()
-	cs := fake.NewClientset()
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()},
-		append([]events.Option{record.WithWriteLimit(-1, 0)}, opts...)...)
-	t.Cleanup(b.Shutdown)
-	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return b, cs
 }
 
 func listEvents(t testing.TB, cs *fake.Clientset) []eventsv1.Event {

@@ -26,7 +26,7 @@ func TestRecorder(t *testing.T) {
 	var r eventstest.Recorder // zero value ready
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-	var rec events.EventRecorderLogger = r.WithLogger(klog.Background())
+	rec := r.WithLogger(klog.Background())
 	rec.Eventf(p, n, v1.EventTypeWarning, "Failed", "Sync", "failed %d times", 3)
 	ann := map[string]string{"k": "v"}
 	rec.(events.AnnotatedEventRecorder).AnnotatedEventf(p, nil, ann, v1.EventTypeNormal, "Synced", "Sync", "100%")
