@@ -143,16 +143,3 @@ func reply(w http.ResponseWriter, code int, ev *v1.Event) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(ev)
 }
-
-// peakAfter returns the most requests in one second from second from on.
-func (s *eventsAPI) peakAfter(from int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	peak := 0
-	for sec, n := range s.perSecond {
-		if sec >= from && n > peak {
-			peak = n
-		}
-	}
-	return peak
-}
