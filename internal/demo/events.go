@@ -96,7 +96,7 @@ func runEvents(ctx context.Context, opts options, config *rest.Config, kubeconfi
 	err = broadcaster.Flush(fctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("Flush: %w", err)
+		return fmt.Errorf("flushing: %w", err)
 	}
 	s := broadcaster.Stats()
 	progress("Flush: %d recorded, %d written (%d created, %d patched, %d folded into series counts)",
