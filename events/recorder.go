@@ -16,9 +16,11 @@ import (
 )
 
 // Bounds the API server validates for events.k8s.io/v1 (and core/v1 events
-// with an eventTime), in bytes (k8s.io/kubernetes
-// pkg/apis/core/validation/events.go). Longer values are cut on a UTF-8
-// boundary, so that no event is refused for its size.
+// with an eventTime), in bytes of the string it decoded (k8s.io/kubernetes
+// pkg/apis/core/validation/events.go). Values are made valid UTF-8 first
+// (each run of invalid bytes becomes U+FFFD, as JSON would make each
+// invalid byte), then cut on a rune boundary to the bound, so that no event
+// is refused for its size.
 const (
 	MaxReasonLength            = 128
 	MaxActionLength            = 128
@@ -54,7 +56,7 @@ func newRecorder(core hook.Core, scheme *runtime.Scheme, controller string, logg
 		core:       core,
 		scheme:     scheme,
 		controller: controller,
-		instance:   eventname.Truncate(controller+"-"+hostname, MaxReportingInstanceLength),
+		instance:   eventname.Valid(controller+"-"+hostname, MaxReportingInstanceLength),
 		logger:     logger,
 	}
 	if errs := validation.IsQualifiedName(controller); len(errs) > 0 {
@@ -98,8 +100,8 @@ func (r *recorder) noteLimit() int {
 // client-go's (a reference for regarding, type Normal or Warning) and the
 // API server's (valid annotations, a reason, an action and a reporting
 // controller that is a qualified name), so that an event is refused here,
-// counted and logged, rather than by the server; fields longer than the
-// server accepts are cut.
+// counted and logged, rather than by the server; fields are made valid
+// UTF-8, and those longer than the server accepts are cut.
 func (r *recorder) emit(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args []interface{}) {
 	ev := &v1.Event{}
 	ann, ok := r.core.Begin(r.logger, r.scheme, regarding, annotations, eventtype, reason, &ev.InvolvedObject)
@@ -121,7 +123,7 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 		})
 		return
 	}
-	ev.Reason = eventname.Truncate(reason, MaxReasonLength)
+	ev.Reason = eventname.Valid(reason, MaxReasonLength)
 	ev.Related = r.core.Related(r.logger, r.scheme, related, ev)
 	ev.Namespace = ref.Namespace
 	if ev.Namespace == "" {
@@ -131,8 +133,8 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	// from the object's name and EventTime.
 	ev.Annotations = ann
 	ev.EventTime = metav1.NewMicroTime(r.core.Now())
-	ev.Action = eventname.Truncate(action, MaxActionLength)
-	ev.Message = eventname.Truncate(fmt.Sprintf(note, args...), r.noteLimit())
+	ev.Action = eventname.Valid(action, MaxActionLength)
+	ev.Message = eventname.Valid(fmt.Sprintf(note, args...), r.noteLimit())
 	ev.Type = eventtype
 	ev.ReportingController = r.controller
 	ev.ReportingInstance = r.instance

@@ -9,8 +9,10 @@ import (
 // Bounds of the fields the recorder writes. The API server does not bound
 // most fields of a core/v1 Event written without EventTime (it stored a
 // 1 MB reason), so herald applies the limits events.k8s.io/v1 validates
-// (k8s.io/kubernetes pkg/apis/core/validation/events.go): a field whose cut
-// keeps its meaning is cut, on a UTF-8 boundary; a reference that would be
+// (k8s.io/kubernetes pkg/apis/core/validation/events.go, which counts the
+// bytes of the string it decoded: invalid UTF-8 arrives as U+FFFD): a field
+// whose cut keeps its meaning is made valid UTF-8 and cut, on a rune
+// boundary (eventname.Valid); a reference that would be
 // wrong once cut is refused with a counted drop.
 const (
 	// maxReasonLength is the longest reason kept (ReasonLengthLimit). A
@@ -66,10 +68,11 @@ func refProblem(ref *v1.ObjectReference) string {
 	return ""
 }
 
-// boundSource returns src with its component and host cut to
-// maxSourceLength bytes. It allocates nothing.
+// boundSource returns src with its component and host made valid UTF-8 and
+// cut to maxSourceLength bytes (eventname.Valid). It allocates nothing for
+// valid strings.
 func boundSource(src v1.EventSource) v1.EventSource {
-	src.Component = eventname.Truncate(src.Component, maxSourceLength)
-	src.Host = eventname.Truncate(src.Host, maxSourceLength)
+	src.Component = eventname.Valid(src.Component, maxSourceLength)
+	src.Host = eventname.Valid(src.Host, maxSourceLength)
 	return src
 }

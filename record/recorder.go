@@ -52,9 +52,12 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // namespace must be a DNS-1123 label and its other fields at most 1024
 // bytes, else the event is refused (a counted drop with a log line at a
 // bounded rate), because a cut reference would name another object; the
-// reason, source and reporting fields are cut to 128 bytes and the message
-// to the message limit, on a UTF-8 boundary; the name is always a valid
-// DNS-1123 subdomain, unique in the process. The checks cost no allocation.
+// reason, source and reporting fields are made valid UTF-8 (each run of
+// invalid bytes becomes U+FFFD, as it would in the JSON anyway) and cut to
+// 128 bytes, and the message to the message limit, on a rune boundary, so
+// that they arrive as long as they were cut (eventname.Valid); the name is
+// always a valid DNS-1123 subdomain, unique in the process. The checks cost
+// no allocation for valid strings.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
 	r.generateFull(object, nil, annotations, eventtype, reason, "", message)
 }
@@ -73,9 +76,9 @@ func (r *recorder) generateFull(object, related runtime.Object, annotations map[
 	if !ok {
 		return
 	}
-	ev.Reason = eventname.Truncate(reason, maxReasonLength)
+	ev.Reason = eventname.Valid(reason, maxReasonLength)
 	ev.Related = eb.related(r.logger, r.scheme, related, ev)
-	ev.Action = eventname.Truncate(action, maxReasonLength)
+	ev.Action = eventname.Valid(action, maxReasonLength)
 	clk := r.clock
 	if clk == nil {
 		clk = eb.cfg.clock
@@ -88,7 +91,7 @@ func (r *recorder) generateFull(object, related runtime.Object, annotations map[
 	// The name is made by the broadcaster's loop, off the caller's path
 	// (see nameEvent).
 	ev.Annotations = annotations
-	ev.Message = eventname.Truncate(message, eb.cfg.messageLimit)
+	ev.Message = eventname.Valid(message, eb.cfg.messageLimit)
 	ev.FirstTimestamp, ev.LastTimestamp = t, t
 	ev.Count = 1
 	ev.Type = eventtype

@@ -1,5 +1,6 @@
 // Package eventname builds the names of the events herald writes, and cuts
-// strings to a byte limit on a UTF-8 boundary. The recorder (package
+// strings to a byte limit on a UTF-8 boundary ([Valid] makes them valid
+// UTF-8 first, as the API server counts them). The recorder (package
 // record) and the correlator's combined events (package correlator) both
 // use it, so every event name herald builds follows one rule:
 //
@@ -22,6 +23,7 @@ package eventname
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -167,4 +169,59 @@ func Truncate(s string, limit int) string {
 		break
 	}
 	return s[:limit]
+}
+
+// replacement is what [Valid] puts in place of each run of invalid bytes:
+// U+FFFD, as strings.ToValidUTF8 with "\uFFFD" (encoding/json writes one
+// per invalid byte).
+const replacement = "\uFFFD"
+
+// Valid returns s as the API server receives and counts it, cut to at most
+// limit bytes: valid UTF-8 first (each run of invalid bytes replaced by
+// U+FFFD, as strings.ToValidUTF8 does), then cut on a rune boundary to at
+// most limit bytes of that valid string. encoding/json leaves a valid string
+// as it is (escapes decode to the same bytes), so what the server decodes
+// and checks against its limit is exactly the result. Cutting an invalid
+// string by bytes first would not do: JSON turns each invalid byte into
+// U+FFFD, three bytes, so a note cut to 1,024 bytes could arrive with up to
+// 3,072 and be refused.
+//
+// A limit <= 0 means no limit. It allocates only when the part it keeps
+// holds invalid bytes; for valid strings it costs what [Truncate] costs plus
+// a scan of at most limit bytes.
+func Valid(s string, limit int) string {
+	t := Truncate(s, limit)
+	if utf8.ValidString(t) {
+		// t ends on a rune boundary of s and is valid, so it is the
+		// start of s made valid, and the next rune (or U+FFFD) of that
+		// would not fit: Truncate cut there.
+		return t
+	}
+	if limit <= 0 {
+		return strings.ToValidUTF8(s, replacement)
+	}
+	var b strings.Builder
+	b.Grow(min(len(s), limit))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || size > 1 {
+			if b.Len()+size > limit {
+				break
+			}
+			b.WriteString(s[i : i+size])
+			i += size
+			continue
+		}
+		// A run of invalid bytes: one U+FFFD.
+		if b.Len()+len(replacement) > limit {
+			break
+		}
+		b.WriteString(replacement)
+		for i++; i < len(s); i++ {
+			if r, size := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || size > 1 {
+				break
+			}
+		}
+	}
+	return b.String()
 }
