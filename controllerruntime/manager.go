@@ -82,6 +82,7 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 	if cfg == nil {
 		return nil, errors.New("heraldcr: NewManager: nil rest.Config")
 	}
+	//lint:ignore SA1019 refusing the deprecated option is what NewManager documents
 	if opts.EventBroadcaster != nil {
 		return nil, errors.New("heraldcr: NewManager: Options.EventBroadcaster is set; herald provides the broadcasters")
 	}

@@ -216,24 +216,24 @@ func TestGetEventRecorderForWritesCoreV1(t *testing.T) {
 }
 
 // startManager runs mgr.Start in a goroutine; the returned function cancels
-// its context and returns Start's error and how long Start took to return
-// after the cancel.
-func startManager(t *testing.T, mgr *heraldcr.Manager) (stop func() (error, time.Duration)) {
+// its context and returns how long Start took to return after the cancel,
+// and Start's error.
+func startManager(t *testing.T, mgr *heraldcr.Manager) (stop func() (time.Duration, error)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	var stopped bool
-	stop = func() (error, time.Duration) {
+	stop = func() (time.Duration, error) {
 		stopped = true
 		cancel()
 		begin := time.Now()
 		select {
 		case err := <-done:
-			return err, time.Since(begin)
+			return time.Since(begin), err
 		case <-time.After(2 * time.Minute):
 			t.Fatalf("Start did not return within 2 minutes of its context's end")
-			return nil, 0
+			return 0, nil
 		}
 	}
 	t.Cleanup(func() {
@@ -301,7 +301,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 	case <-time.After(pollTimeout):
 		t.Fatal("runnable never started")
 	}
-	err, took := stop()
+	took, err := stop()
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -375,7 +375,7 @@ func TestStartGivesUpAtGracefulShutdownTimeout(t *testing.T) {
 	}
 	stop := startManager(t, mgr)
 	<-running
-	err, took := stop()
+	took, err := stop()
 	_, s := mgr.Stats()
 	t.Logf("Start returned after %v: %v; stats %+v", took, err, s)
 	if err == nil {
@@ -437,7 +437,7 @@ func TestLeaderElectionEventWrittenOnce(t *testing.T) {
 	if ev.Recorded != 0 {
 		t.Errorf("events.k8s.io/v1 broadcaster recorded %d events, want 0", ev.Recorded)
 	}
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	goleak.VerifyNone(t, leakOpts...)
@@ -479,7 +479,8 @@ func TestNewManagerRefuses(t *testing.T) {
 	b := clientrecord.NewBroadcaster()
 	defer b.Shutdown()
 	opts := baseOptions()
-	opts.EventBroadcaster = b //nolint:staticcheck // what is tested
+	//lint:ignore SA1019 what is tested: NewManager refuses a broadcaster of the caller's
+	opts.EventBroadcaster = b
 	if _, err := heraldcr.NewManager(env.Admin, opts); err == nil || !strings.Contains(err.Error(), "EventBroadcaster") {
 		t.Errorf("NewManager with Options.EventBroadcaster: err = %v, want a refusal naming EventBroadcaster", err)
 	}
@@ -527,7 +528,7 @@ func TestSecondStartLeavesHeraldRunning(t *testing.T) {
 	if s.Created != 1 {
 		t.Errorf("created %d, want 1: %+v", s.Created, s)
 	}
-	if err, _ := stop(); err != nil {
+	if _, err := stop(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	evs, err := listV1(context.Background(), cs, ns)
