@@ -95,13 +95,78 @@ func (ew *eventWatcher) abandon() (running bool) {
 
 // sinkPipeline is what StartRecordingToSink builds: a correlator feeding a
 // delivery engine.
+//
+// Every event taken from w's channel is counted in received, then, unless
+// Shutdown gave up on the sink, correlated and handed to the engine. Once
+// Shutdown has given up (abandon), the events still in the channel, and the
+// one being correlated then, are counted in lost (abandoned) instead, so
+// that when Shutdown returns no event of the sink is left in no bucket.
 type sinkPipeline struct {
 	corr     hook.Correlator
 	engine   *sink.Engine
 	w        *watch.Watcher
 	received atomic.Int64 // events taken from w's channel
+	lost     atomic.Int64 // events taken from w's channel after Shutdown gave up: abandoned
 	retiring atomic.Bool  // its channel is closed and drained: it is flushing and stopping
 	stopMu   sync.Mutex   // serialises stop: a second call returns once the engine has stopped
+
+	// mu guards correlating, giveUp and takenOver: the hand-over of an
+	// event between serve and a Shutdown that gives up.
+	mu          sync.Mutex
+	correlating bool // serve holds an event it has not handed to the engine yet
+	giveUp      bool // Shutdown stopped waiting: nothing more goes to the engine
+	// takenOver is set when Shutdown gave up while serve was correlating
+	// (perhaps stuck in a user's key function): Shutdown counted that
+	// event as lost and drains the channel itself; serve reads nothing
+	// more from it and waits for drained before it retires the sink.
+	takenOver bool
+	drained   chan struct{}
+}
+
+// begin reports whether serve may correlate the event it has just taken,
+// and marks it correlating if so. After Shutdown gave up it reports false:
+// the caller counts the event as lost.
+func (p *sinkPipeline) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.correlating = !p.giveUp
+	return p.correlating
+}
+
+// abandon is Shutdown giving up on the sink: nothing more goes to its
+// engine. It reports whether Shutdown must drain the channel itself (serve
+// was correlating an event: that event is counted as lost here, and serve
+// reads no more).
+func (p *sinkPipeline) abandon() (takeOver bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.giveUp {
+		return false
+	}
+	p.giveUp = true
+	if p.correlating {
+		p.takenOver = true
+		p.drained = make(chan struct{})
+		p.lost.Add(1)
+	}
+	return p.takenOver
+}
+
+// drain is Shutdown emptying the channel of a sink it took over from serve
+// (see abandon): the events left are counted as lost, the flush marks are
+// passed on. The channel is closed by then (the broadcaster has shut down,
+// or the watch was stopped).
+func (p *sinkPipeline) drain(ew *eventWatcher) {
+	for wev := range ew.w.ResultChan() {
+		switch obj := wev.Object.(type) {
+		case *v1.Event:
+			p.received.Add(1)
+			p.lost.Add(1)
+		case *flushMark:
+			obj.reached(ew)
+		}
+	}
+	close(p.drained)
 }
 
 // stop stops the engine. Unlike Engine.Stop, a call made while another is
@@ -289,9 +354,18 @@ func (eb *broadcaster) serve(ew *eventWatcher) {
 	for wev := range ew.w.ResultChan() {
 		switch obj := wev.Object.(type) {
 		case *v1.Event:
-			if ew.sink != nil {
-				ew.sink.received.Add(1)
-				eb.toSink(ew.sink, obj)
+			if p := ew.sink; p != nil {
+				p.received.Add(1)
+				if !p.begin() {
+					p.lost.Add(1) // Shutdown gave up on the sink
+					continue
+				}
+				if !eb.toSink(p, obj) {
+					// Shutdown took the channel over: it counted this
+					// event, and drains the rest; the channel is then
+					// empty and closed, and the loop ends.
+					<-p.drained
+				}
 			} else if ew.begin() {
 				eb.handle(ew.handle, obj)
 				ew.end()
@@ -335,11 +409,25 @@ func (eb *broadcaster) handle(h func(*v1.Event), ev *v1.Event) {
 
 // toSink correlates ev and hands it to the sink's engine. An event the
 // correlator fails on (the only failures are panics in the user's key and
-// message functions) is a counted correlator_panicked drop.
-func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
+// message functions) is a counted correlator_panicked drop. It is called
+// after p.begin and ends the correlation; it reports false when Shutdown
+// took the sink's channel over meanwhile (see sinkPipeline.abandon): the
+// event was counted as lost then, and nothing of it is counted here.
+func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) bool {
 	res, err := correlate(p.corr, ev)
 	if err == nil && (res == nil || (!res.Skip && res.Event == nil)) {
 		err = errors.New("record: correlator returned no event")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.correlating = false
+	if p.takenOver {
+		if err == nil && res.Skip {
+			// The correlator counted it as filtered as well: it is
+			// counted once.
+			p.lost.Add(-1)
+		}
+		return false
 	}
 	if err != nil {
 		n := eb.c.dropped[slotCorrelatorPanicked].Add(1)
@@ -349,16 +437,19 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) {
 		} else if v := eb.logger.V(4); v.Enabled() {
 			v.Info(msg, "event", klog.KObj(ev), "dropReason", DropCorrelatorPanicked.String(), "droppedForReason", n, "err", err)
 		}
-		return
+		return true
 	}
 	if res.Skip {
-		return // counted by the correlator's Stats
+		return true // counted by the correlator's Stats
 	}
 	key := res.Key
 	if key == "" {
 		key = res.Event.Namespace + "/" + res.Event.Name
 	}
+	// Under p.mu, so that a Shutdown giving up meanwhile finds the event
+	// either in the engine or still correlating. Add never blocks.
 	p.engine.Add(key, res.Event, res.Patch)
+	return true
 }
 
 // correlate is c.EventCorrelate with a panic (from a user's key or message
@@ -440,15 +531,24 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 			if p := ew.sink; p != nil {
 				eb.cancel() // ends the flush of every retiring sink
 				if !p.retiring.Load() {
-					// Its goroutine may be stuck in the correlator (in
-					// a user's key function): stop the engine from
-					// here; events handed to it later count as
-					// abandoned.
+					// Stop the engine from here: its goroutine may be
+					// stuck in the correlator (in a user's key
+					// function).
 					p.stop(ctx)
 				}
-				if p.retiring.Load() {
-					<-ew.done // its engine stops within a moment
+				// Nothing more goes to the engine: what is left in the
+				// channel is abandoned.
+				if p.abandon() {
+					// Its goroutine is correlating, perhaps stuck in a
+					// user's function: the event it holds is counted,
+					// and the channel drained from here.
+					p.drain(ew)
+					continue
 				}
+				// Its goroutine counts what is left in the channel,
+				// calling no user code, then retires the stopped
+				// sink: all within a moment.
+				<-ew.done
 				continue
 			}
 			if ew.abandon() {
@@ -676,7 +776,7 @@ func (s *Stats) addSink(p *sinkPipeline) {
 	t.Created = es.Created
 	t.Patched = es.Patched
 	t.Retried = es.Retried
-	t.Abandoned = es.Abandoned
+	t.Abandoned = es.Abandoned + p.lost.Load()
 	t.Pending = es.Pending
 	t.InFlight = es.InFlight
 	t.Dropped.Drops = es.Dropped
