@@ -30,25 +30,51 @@
 // dispatcher hands keys to several workers, oldest first, never one key to
 // two workers at once, so the count stored in the API server only grows.
 //
-// Failures of the server (transport errors, timeouts, 5xx) are shared:
-// after one, every key waits and one probe at a time goes, after an
-// exponential backoff with jitter (Options.BaseDelay, MaxDelay) or the
-// server's Retry-After (capped at MaxDelay); its first success releases
-// every key at once. A 429 is the server shedding load: while it accepts
-// other writes (one succeeded within the Retry-After, at least a second),
-// the write rate is cut, the other keys go on at that rate, and the
-// refused key waits for the Retry-After unless it is the oldest waiting
-// (then it goes first at the cut rate, as the oldest always does; an
-// engine with nothing else to write waits out the Retry-After). With
-// nothing accepted lately a 429 is an outage answered 429, handled as
-// above. Answers about one event stay with
-// that key: 404 on a patch creates it, AlreadyExists, Forbidden, Invalid
-// and namespace terminating drop it. A key whose writes fail while the
-// server answers the others is dropped after MaxTries of its own failures
-// (a 429 included: a key refused again and again while the others are
-// accepted meets a limit of its own); failed probes, and 429s when nothing
-// is accepted, are not charged to a key, so during an outage events wait,
-// however long it lasts (MaxPending bounds them).
+// # Whose failure is it
+//
+// A failed write may be the server's failure or its event's: the same 500
+// comes from an API server whose etcd is gone and from a validating webhook
+// that refuses every event of one namespace. The engine decides by
+// evidence, not by the status code alone, and one rule, here, says how:
+//
+//	signal                                            whose      what happens
+//	------------------------------------------------  ---------  ------------------------------------------
+//	transport error, client timeout, unknown error    server     every key waits behind one probe
+//	the probe fails                                   server     the probe's backoff grows
+//	5xx, or 429 without Retry-After, while another    the key    the key backs off alone (BaseDelay·2^n up
+//	  write was answered since it was sent, or in a   (and its     to MaxDelay, or the Retry-After), charged
+//	  namespace seen failing while others are         namespace)   a try, dropped after MaxTries as
+//	  answered                                                     retries_exhausted; nobody else waits and
+//	                                                               the rate is not cut
+//	5xx, or 429 without Retry-After, of a second      server     every key waits behind one probe; the
+//	  distinct key with no answer in between (of a                 tries charged to the first are refunded
+//	  second namespace, or of the only namespace
+//	  with writes ready)
+//	the first such failure, with no evidence yet      the key    as for the key, until a second key says
+//	                                                               otherwise
+//	429 with Retry-After while another write was      shedding   the rate is cut (once per Retry-After),
+//	  answered within the Retry-After (at least 1 s)               the key is held for the Retry-After (it
+//	                                                               goes earlier if it is the oldest
+//	                                                               waiting), never charged
+//	429 with Retry-After, nothing answered lately     server     an outage answered 429: one probe after
+//	                                                               the Retry-After, never charged
+//	404 on a patch                                    the event  created instead
+//	AlreadyExists, Forbidden, other 4xx, namespace    the event  dropped, counted by reason (an
+//	  terminating, a sink that panics or answers                   AlreadyExists answering the retry of a
+//	  nonsense                                                     create whose answer was lost is the
+//	                                                               event written, and counted so)
+//
+// "Answered" means the server stored a write or refused it for a reason of
+// the event's own. The probe that goes while the server is seen down is an
+// event that has not just failed, of a namespace that has not failed since
+// the last answer, where one waits: a key refused for reasons of its own
+// never keeps the server looking down for the others. The first answer to
+// a probe releases every key at once, through the write budget. While the
+// server is down, events wait however long it lasts (MaxPending bounds
+// them). A 429 without Retry-After is what the EventRateLimit admission
+// plugin answers for one object, user or namespace over its limit; a 429
+// with Retry-After is what priority and fairness and max-in-flight answer
+// when the server sheds load.
 //
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
 // default) whose rate adapts to the server, as TCP's congestion window

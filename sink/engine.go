@@ -23,18 +23,13 @@ import (
 //
 // It keeps the newest state of each key (a correlation key: one event on
 // the server) and writes keys oldest first, with several workers, never two
-// writes of one key at once. Failures of the server (transport errors,
-// timeouts, 5xx, and 429 with nothing accepted lately) are shared: after
-// one, the engine holds every key and sends one probe at a time, after an
-// exponential backoff with jitter (or the server's Retry-After, up to
-// MaxDelay); the first success releases every key at once, through the
-// write budget. The budget is a token bucket (Options.QPS and Burst) whose
-// rate adapts to the server: a 429 while it accepts other writes cuts it and
-// holds the refused key for the Retry-After (unless it is the oldest
-// waiting), then the rate grows back (see the package documentation and
-// [Options.DisableAdaptiveRate]). Answers about one event (404 on a patch:
-// create it; AlreadyExists, Forbidden, Invalid, namespace terminating: drop
-// it) stay with that key.
+// writes of one key at once. A failed write is judged by evidence (the
+// package documentation's table "Whose failure is it"): a failure of the
+// server holds every key behind one probe; a failure of one key (or of one
+// namespace) while the server answers the others backs that key off alone;
+// a 429 with Retry-After while others are accepted cuts the write rate. The
+// write budget is a token bucket (Options.QPS and Burst) whose rate adapts
+// to the server (see [Options.DisableAdaptiveRate]).
 //
 // Create it with [NewEngine], start it with [Engine.Start] and stop it with
 // [Engine.Stop]; the goroutines it starts (a dispatcher and Options.Workers
@@ -50,8 +45,12 @@ type Engine struct {
 	disp chan struct{} // closed when the dispatcher has returned
 	wg   sync.WaitGroup
 
-	// mu guards everything below, and the sched's state. It is never held
-	// during a sink call or a callback.
+	// mu guards s, idle, started, stopped, logger and c (ctx and cancel are
+	// set before the goroutines start; drops has a lock of its own). The
+	// lock order, once: mu is a leaf. It is never held during a sink call,
+	// a callback, a channel send that can block (the send to work cannot),
+	// or while another lock is taken; barriers are released under it
+	// (closing a channel does not block).
 	mu      sync.Mutex
 	s       *sched
 	idle    int // workers waiting for a task
@@ -188,16 +187,12 @@ func (e *Engine) Wait() (done <-chan struct{}, forget func()) {
 func (e *Engine) barrier() *barrier {
 	b := &barrier{done: make(chan struct{})}
 	e.mu.Lock()
-	for _, en := range e.s.entries {
-		if en.busy != nil && !en.busy.abandoned {
-			en.busy.it.waiters = append(en.busy.it.waiters, b)
-			b.remaining++
-		}
-		for _, it := range en.queue {
+	e.s.visit(func(it *item, t *task) {
+		if t == nil || !t.abandoned {
 			it.waiters = append(it.waiters, b)
 			b.remaining++
 		}
-	}
+	})
 	if b.remaining == 0 {
 		close(b.done)
 	}
@@ -239,14 +234,7 @@ func (e *Engine) forget(b *barrier) {
 		return
 	default:
 	}
-	for _, en := range e.s.entries {
-		if en.busy != nil {
-			en.busy.it.waiters = deleteBarrier(en.busy.it.waiters, b)
-		}
-		for _, it := range en.queue {
-			it.waiters = deleteBarrier(it.waiters, b)
-		}
-	}
+	e.s.visit(func(it *item, _ *task) { it.waiters = deleteBarrier(it.waiters, b) })
 }
 
 func deleteBarrier(ws []*barrier, b *barrier) []*barrier {
@@ -308,18 +296,18 @@ func (e *Engine) Stop(ctx context.Context) int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var abandoned int64
-	for _, en := range e.s.entries {
-		if t := en.busy; t != nil && !t.abandoned {
-			t.abandoned = true
-			abandoned += t.it.n
-			e.c.inFlight -= t.it.n
-			releaseAll(t.it)
-		}
-		for _, it := range en.queue {
+	e.s.visit(func(it *item, t *task) {
+		switch {
+		case t == nil:
 			abandoned += it.n
 			releaseAll(it)
+		case !t.abandoned:
+			t.abandoned = true
+			abandoned += it.n
+			e.c.inFlight -= it.n
+			releaseAll(it)
 		}
-	}
+	})
 	e.s.clear()
 	e.c.abandoned += abandoned
 	// What Stop counted, and the writes its cancel ended meanwhile.
@@ -340,27 +328,7 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	now := e.opts.Clock.Now()
 	st := e.c.snapshot()
-	st.Pending = e.s.pendingEvents
-	st.Server = ServerHealthy
-	switch {
-	case e.s.health.down:
-		st.Server = ServerProbing
-	case now.Before(e.s.shedUntil):
-		st.Server = ServerShedding
-	}
-	st.Probes = e.s.health.probes
-	st.RateCuts = e.s.pace.cuts
-	st.WriteRate = e.s.pace.current(now)
-	// The events held by a Retry-After, and when the server or the write
-	// budget holds the rest, those: not the keys waiting for their
-	// interval, which neither holds.
-	st.HeldBack = e.s.heldEvents
-	if e.s.heldBack || e.s.health.down {
-		st.HeldBack += e.s.pendingEvents - e.s.delayedEvents
-	}
-	if t := e.s.oldest(); !t.IsZero() {
-		st.OldestPending = now.Sub(t)
-	}
+	e.s.stats(&st, now)
 	return st
 }
 
@@ -429,25 +397,23 @@ func (e *Engine) run(t *task) {
 		out, err = e.write(ctx, t.it)
 	}
 	var (
-		res        outcome
-		reason     DropReason
-		retryAfter time.Duration
-		overload   bool
+		r      result
+		reason DropReason
 	)
 	switch {
 	case err == nil:
-		res = outWritten
+		r.out = outWritten
 	case isCancel(ctx, err):
-		res = outAbandoned
+		r.out = outAbandoned
 	default:
 		cl := Classify(err, !t.it.create)
-		switch cl.Class {
-		case Drop:
-			res, reason = outDropped, cl.Reason
-		default: // Retry (CreateInstead was handled by write)
-			res, retryAfter, overload = outServerFailed, cl.RetryAfter, cl.Overload
+		if cl.Class == Drop {
+			r.out, reason = outDropped, cl.Reason
+		} else { // Retry (CreateInstead was handled by write)
+			r = result{out: outFailed, fault: faultOf(err, cl), retryAfter: cl.RetryAfter}
 		}
 	}
+	res := r.out
 
 	if res == outWritten && e.opts.OnWritten != nil {
 		// Before the waiters are released: a Flush that returns has fed
@@ -467,7 +433,8 @@ func (e *Engine) run(t *task) {
 	}
 	now := e.opts.Clock.Now()
 	e.c.inFlight -= t.it.n
-	exhausted, requeued := e.s.finish(t, res, retryAfter, overload, now)
+	v := e.s.finish(t, r, now)
+	requeued, exhausted := v == vRetry, v == vExhausted
 	var total int64
 	switch {
 	case requeued:
@@ -540,12 +507,19 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 	ev := *it.ev // the sink may keep what it is given; never hand it our copy's RV
 	ev.ResourceVersion = ""
 	out, err = create(rctx, e.sink, &ev)
-	if len(it.patch) > 0 && apierrors.IsAlreadyExists(err) {
+	switch {
+	case !apierrors.IsAlreadyExists(err):
+	case len(it.patch) > 0:
 		// A create that carries later states (its answer was lost, then
 		// repeats were merged into the retry): the event is there, so the
 		// patch brings it to the newest state.
 		it.create = false
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
+	case it.sent:
+		// An earlier try stored it and its answer was lost: the event the
+		// server has is this one (event names are unique), so it is
+		// written.
+		out, err = &ev, nil
 	}
 	return checkResponse(out, err)
 }

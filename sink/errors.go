@@ -115,6 +115,30 @@ func Classify(err error, patching bool) Classification {
 	}
 }
 
+// faultOf tells what kind of failure a retried error is, for blame: a
+// 429 with or without Retry-After, another answer of the server (500 and
+// the other 5xx, 408: a webhook, an admission plugin, the server), or as
+// good as no answer (a transport error, a timeout, an error of a type the
+// engine cannot read, 503 and 504).
+func faultOf(err error, cl Classification) fault {
+	var status apierrors.APIStatus
+	switch {
+	case cl.Overload && cl.RetryAfter > 0:
+		return faultShed
+	case cl.Overload:
+		return faultLimited
+	case !errors.As(err, &status):
+		return faultTransport
+	}
+	switch status.Status().Code {
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		// The server itself (or what stands in front of it) says it is
+		// unavailable: as good as no answer.
+		return faultTransport
+	}
+	return faultStatus
+}
+
 // isCancel reports whether err comes from the engine's own context ending,
 // in which case the event is abandoned rather than retried.
 func isCancel(ctx context.Context, err error) bool {

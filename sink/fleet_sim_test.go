@@ -139,7 +139,7 @@ func simulate(cfg simConfig) simResult {
 			var over bool
 			sent := now - cfg.latency
 			if sent < cfg.outage {
-				out = outServerFailed
+				out = outFailed
 				res.failed++
 			} else {
 				if sec := int(sent / time.Second); float64(accepted[sec]) < cfg.capacity {
@@ -147,7 +147,7 @@ func simulate(cfg simConfig) simResult {
 					out = outWritten
 					res.writes++
 				} else {
-					out, ra, over = outServerFailed, cfg.retryAfter, true
+					out, ra, over = outFailed, cfg.retryAfter, true
 					res.tooMany++
 				}
 			}
@@ -167,7 +167,7 @@ func simulate(cfg simConfig) simResult {
 					}
 				}
 			}
-			e.s.finish(t, out, ra, over, t0.Add(now))
+			e.s.finish(t, testResult(out, ra, over), t0.Add(now))
 		default: // a wake-up
 			if e.wakeAt == ev.at {
 				e.wakeAt = -1

@@ -34,7 +34,7 @@ func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 	if first == nil {
 		t.Fatal("first write not dispatched at once")
 	}
-	s.finish(first, outWritten, 0, false, t0.Add(10*time.Millisecond))
+	s.finish(first, testResult(outWritten, 0, false), t0.Add(10*time.Millisecond))
 	for i := 1; i <= 50; i++ {
 		now := t0.Add(time.Duration(i) * 20 * time.Millisecond)
 		s.add("hot", schedItem("e", now), now)
@@ -42,8 +42,8 @@ func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 			t.Fatalf("state %d written at %v, inside the interval", i, now.Sub(t0))
 		}
 	}
-	if s.pendingEvents != 50 || s.delayedEvents != 50 || s.pendingWrites != 1 || s.heldBack {
-		t.Fatalf("pending %d delayed %d writes %d heldBack %v", s.pendingEvents, s.delayedEvents, s.pendingWrites, s.heldBack)
+	if s.pendingEvents != 50 || s.delayed() != 50 || s.pendingWrites != 1 || s.heldBack {
+		t.Fatalf("pending %d delayed %d writes %d heldBack %v", s.pendingEvents, s.delayed(), s.pendingWrites, s.heldBack)
 	}
 
 	// Another key is written at once.
@@ -53,7 +53,7 @@ func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 	if other == nil || other.en.key != "cold" {
 		t.Fatalf("another key was delayed: %+v", other)
 	}
-	s.finish(other, outWritten, 0, false, at)
+	s.finish(other, testResult(outWritten, 0, false), at)
 	if tk, wake2 := s.next(at); tk != nil || !wake2.Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("next after the other key: %v, wake at %v (before: %v)", tk, wake2.Sub(t0), wake.Sub(t0))
 	}
@@ -68,8 +68,8 @@ func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 	if tk, _ := s.next(t0.Add(2 * time.Second)); tk != nil {
 		t.Fatalf("a third write: %+v", tk)
 	}
-	if s.pendingEvents != 0 || s.delayedEvents != 0 || s.pendingWrites != 0 {
-		t.Fatalf("pending %d delayed %d writes %d", s.pendingEvents, s.delayedEvents, s.pendingWrites)
+	if s.pendingEvents != 0 || s.delayed() != 0 || s.pendingWrites != 0 {
+		t.Fatalf("pending %d delayed %d writes %d", s.pendingEvents, s.delayed(), s.pendingWrites)
 	}
 }
 
@@ -80,13 +80,13 @@ func TestSchedKeyIntervalNotForRetries(t *testing.T) {
 	s := newTestSched(t, Options{KeyInterval: time.Hour, QPS: -1, BaseDelay: time.Second, MaxDelay: time.Second}, t0)
 	s.add("k", schedItem("e", t0), t0)
 	tk, _ := s.next(t0)
-	s.finish(tk, outServerFailed, 0, false, t0)
+	s.finish(tk, testResult(outFailed, 0, false), t0)
 	now := t0.Add(time.Second) // past the probe's backoff, well inside the interval
 	probe, _ := s.next(now)
 	if probe == nil || !probe.probe {
 		t.Fatalf("retry not sent after the backoff: %+v", probe)
 	}
-	s.finish(probe, outWritten, 0, false, now)
+	s.finish(probe, testResult(outWritten, 0, false), now)
 	s.add("k", schedItem("e", now), now)
 	if tk, wake := s.next(now); tk != nil || !wake.Equal(now.Add(time.Hour)) {
 		t.Fatalf("after the successful retry: %+v, wake %v", tk, wake)
@@ -106,10 +106,10 @@ func TestSchedKeyIntervalForgetsKeys(t *testing.T) {
 		if tk == nil {
 			t.Fatalf("key %d not dispatched", i)
 		}
-		s.finish(tk, outWritten, 0, false, now)
+		s.finish(tk, testResult(outWritten, 0, false), now)
 	}
-	if len(s.entries) != n || len(s.later) != n {
-		t.Fatalf("within the interval: %d entries, %d later; want %d", len(s.entries), len(s.later), n)
+	if len(s.entries) != n || len(s.timed) != n {
+		t.Fatalf("within the interval: %d entries, %d later; want %d", len(s.entries), len(s.timed), n)
 	}
 	// At t0+1s only the first key's interval has passed.
 	tk, wake := s.next(t0.Add(time.Second))
@@ -120,7 +120,7 @@ func TestSchedKeyIntervalForgetsKeys(t *testing.T) {
 		t.Fatalf("wake %v", wake.Sub(t0))
 	}
 	s.next(t0.Add(2 * time.Second))
-	if len(s.entries) != 0 || len(s.later) != 0 || len(s.ready) != 0 {
-		t.Fatalf("after the interval: %d entries, %d later, %d ready", len(s.entries), len(s.later), len(s.ready))
+	if len(s.entries) != 0 || len(s.timed) != 0 || len(s.ready) != 0 {
+		t.Fatalf("after the interval: %d entries, %d later, %d ready", len(s.entries), len(s.timed), len(s.ready))
 	}
 }

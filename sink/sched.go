@@ -9,48 +9,60 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// sched is the engine's state: the writes waiting per key, the order in
-// which keys are written, the shared health of the API server and the
-// adaptive write rate. It is a plain state machine: it starts no goroutine
+// sched is the engine's state: the writes waiting per key, the state of
+// each key, the shared health of the API server and the adaptive write
+// rate. It is a plain state machine: it starts no goroutine, takes no lock
 // and reads no clock (every method takes now), so that a simulation can run
-// many of them deterministically. The Engine holds it under its mutex.
+// many of them deterministically. The Engine holds it under its mutex and
+// talks to it through add, next, finish, releaseDelayed, visit, clear and
+// stats only.
+//
+// Every key (entry) is in exactly one state (see keyState), and changes
+// state only through move, which keeps the heaps and the per-state counts
+// true. check (used by the tests after every step) verifies the invariants
+// written on the fields below.
 type sched struct {
 	maxTries   int
 	maxPending int
 	interval   time.Duration // Options.KeyInterval: between the starts of two writes of a key
-	base, max  time.Duration // backoff of the server-wide probe
+	base, max  time.Duration // backoff of the server-wide probe and of a failing key
 	rnd        *rand.Rand    // jitter
 
+	// entries holds every key in a state other than stNone, and only
+	// those.
 	entries map[string]*entry
-	ready   entryHeap[readyOrder] // entries with a write waiting and none under way, oldest first
-	seq     uint64                // tie-break of the ready order: first come, first served
-	// held holds the entries of later held by a Retry-After, oldest
-	// waiting event first (see next).
+	// ready holds exactly the entries in stReady, oldest waiting event
+	// first (ties: first come, first served, by seq).
+	ready entryHeap[readyOrder]
+	seq   uint64
+	// timed holds exactly the entries in stSpaced, stBackoff and stHeld,
+	// soonest readyAt first.
+	timed entryHeap[timedOrder]
+	// held holds exactly the entries in stHeld, oldest waiting event
+	// first: one older than every ready entry goes before its Retry-After
+	// has passed (see next).
 	held entryHeap[heldOrder]
-	// later holds the entries waiting for their key's interval (see
-	// Options.KeyInterval) or a Retry-After, soonest first: with writes
-	// queued, which are not ready yet, or with none, only to remember when
-	// the key was last written until the interval has passed. An entry is
-	// in at most one of ready and later, and in neither while its write is
-	// under way.
-	later entryHeap[laterOrder]
 
 	health health
 	pace   pacer
+	blame  blame
 
 	// window caps the writes under way, as TCP's congestion window: one
 	// after a server-wide failure, one more with each success, up to the
 	// number of workers. A fleet of engines coming back after an outage
 	// then sends one request each until the server has answered, not a
 	// burst each.
-	window, workers, inFlight int
+	window, workers int
+	// inFlight is the number of entries in stBusy.
+	inFlight int
 
-	// What is waiting, in events (an item stands for item.n events).
-	pendingEvents int64 // in queues (ready or not)
-	pendingWrites int   // items in queues: what MaxPending bounds
-	delayedEvents int64 // in queues of entries in later (their key's interval, or a Retry-After)
-	heldEvents    int64 // of those, the ones held by a Retry-After
-	heldBack      bool  // the last next() found ready writes but was held by health or rate
+	// queued[st] is the number of events (an item stands for item.n) in
+	// the queues of the entries in state st; queued[stNone] is zero.
+	// pendingEvents is their sum and pendingWrites the number of items.
+	queued        [numStates]int64
+	pendingEvents int64
+	pendingWrites int  // what MaxPending bounds
+	heldBack      bool // the last next() found ready writes but was held by health, window or rate
 	// sinceSum is the sum over the queued items of n times since (in
 	// seconds after t0): with pendingEvents it gives the total waiting of
 	// the queued events, which weighs the adaptive rate.
@@ -59,27 +71,64 @@ type sched struct {
 	// idleSince is when the engine last had nothing queued or under way
 	// (zero while it has).
 	idleSince time.Time
-	// shedUntil: the server shed load (a 429 while it accepted other
-	// writes) until then, as Stats reports it.
+	// shedUntil: the server shed load (a 429 with Retry-After while it
+	// accepted other writes) until then, as Stats reports it.
 	shedUntil time.Time
 }
+
+// keyState is where a key is. An entry's queue, busy and heap indexes
+// follow from its state:
+//
+//	state      busy    queue      heaps
+//	stNone     nil     empty      none (the entry is not in entries)
+//	stReady    nil     not empty  ready
+//	stBusy     set     any        none (a worker writes busy.it)
+//	stSpaced   nil     any        timed (its key's interval, until readyAt; empty: only remembers the key)
+//	stBackoff  nil     not empty  timed (its own last write failed; until readyAt)
+//	stHeld     nil     not empty  timed and held (a 429's Retry-After, until readyAt)
+//
+// Waiting for the server is not a state of a key: while the server is seen
+// down, ready keys stay ready and next lets one probe go at a time.
+type keyState uint8
+
+const (
+	stNone keyState = iota
+	stReady
+	stBusy
+	stSpaced
+	stBackoff
+	stHeld
+	numStates
+)
+
+var stateNames = [numStates]string{"none", "ready", "busy", "spaced", "backoff", "held"}
+
+func (st keyState) String() string { return stateNames[st] }
 
 // entry is the state of one key (one correlation key: one event on the
 // server, or a few when the correlator forgot it and started anew).
 type entry struct {
-	key      string
-	queue    []*item // waiting writes, oldest first; neighbours have different event names
-	busy     *task   // the write under way, if any
-	failures int     // consecutive failed tries of this key
-	// probeFailed: the last write of this key was a probe, and failed.
-	probeFailed bool
-	order       int64 // position in the ready (or held) order: unix ns of its oldest waiting event
-	seq         uint64
-	idx         int       // index in the ready heap, -1 when not in it
-	readyAt     time.Time // in later: when the key's interval or Retry-After has passed
-	lidx        int       // index in the later heap, -1 when not in it
-	held        bool      // in later for the server's Retry-After, not for the key's interval
-	hidx        int       // index in the held heap, -1 when not in it
+	key   string
+	ns    string // the namespace of its events: failures are judged per namespace too
+	state keyState
+	queue []*item // waiting writes, oldest first; neighbours have different event names
+	busy  *task   // the write under way, in stBusy
+	// failures counts the consecutive tries of this key charged to it
+	// (see blame); it is dropped after maxTries.
+	failures int
+	// failed: the last write of this key failed (it is then not chosen as
+	// a probe while another key waits); sheds: consecutive 429s with
+	// Retry-After (only the first cuts the rate).
+	failed   bool
+	failedAt time.Time // when its last write failed (zero: it did not)
+	sheds    int
+	// order is the ready or held order: unix ns of the oldest waiting
+	// event; seq breaks ties in ready.
+	order   int64
+	seq     uint64
+	readyAt time.Time // in timed: when it is ready again
+	// Indexes in the heaps, -1 when not in them.
+	idx, tidx, hidx int
 }
 
 // item is one write: the newest state of one event and what it stands for.
@@ -90,6 +139,10 @@ type item struct {
 	n       int64      // events this write stands for (itself plus coalesced ones)
 	since   time.Time  // when the oldest of those events was added
 	waiters []*barrier // Flush calls waiting for this write to finish
+	// sent: an earlier try of this write failed in a way that may have
+	// reached the server (a lost answer); a Create answered AlreadyExists
+	// then found its own event.
+	sent bool
 }
 
 // task is one write handed to a worker.
@@ -107,10 +160,37 @@ type task struct {
 type outcome int
 
 const (
-	outWritten      outcome = iota // stored
-	outDropped                     // refused for good by the server or the sink (per key)
-	outServerFailed                // transport error, timeout, 5xx, 429: the server's fault
-	outAbandoned                   // the engine stopped under it
+	outWritten   outcome = iota // stored
+	outDropped                  // refused for good by the server or the sink (per key)
+	outFailed                   // failed, may work later: see fault
+	outAbandoned                // the engine stopped under it
+)
+
+// fault tells what kind of failure an outFailed write met; blame decides
+// whose it is.
+type fault int
+
+const (
+	faultStatus    fault = iota // the server answered 5xx (or 408): a webhook, etcd, the server itself
+	faultTransport              // no answer: a transport error, a timeout, an unknown error
+	faultLimited                // 429 without Retry-After: a limit (EventRateLimit), or overload
+	faultShed                   // 429 with Retry-After: priority and fairness shedding load
+)
+
+// result is what the engine tells finish about a write.
+type result struct {
+	out        outcome
+	fault      fault         // for outFailed
+	retryAfter time.Duration // for outFailed: what the server asked for, or zero
+}
+
+// verdict is what finish tells the engine to account.
+type verdict int
+
+const (
+	vDone      verdict = iota // written, dropped (the engine's reason) or abandoned, as the result said
+	vRetry                    // put back to wait
+	vExhausted                // dropped: maxTries failures of its own
 )
 
 func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
@@ -128,7 +208,73 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 		idleSince:  now,
 	}
 	s.pace.init(o.QPS, o.Burst, !o.DisableAdaptiveRate, now)
+	s.blame.init()
 	return s
+}
+
+// move is the one transition of a key: it takes en out of the heaps of its
+// state and puts it in those of to, carrying its queued events' count
+// along. at is the readyAt of the timed states. stNone forgets the entry.
+func (s *sched) move(en *entry, to keyState, at time.Time) {
+	switch en.state {
+	case stReady:
+		heap.Remove(&s.ready, en.idx)
+	case stHeld:
+		heap.Remove(&s.held, en.hidx)
+		fallthrough
+	case stSpaced, stBackoff:
+		heap.Remove(&s.timed, en.tidx)
+	case stBusy:
+		s.inFlight--
+	}
+	q := queued(en)
+	s.queued[en.state] -= q
+	en.state = to
+	s.queued[to] += q
+	switch to {
+	case stNone:
+		if s.entries[en.key] == en {
+			delete(s.entries, en.key)
+		}
+	case stReady:
+		s.seq++
+		en.order, en.seq = en.queue[0].since.UnixNano(), s.seq
+		heap.Push(&s.ready, en)
+	case stBusy:
+		s.inFlight++
+	case stHeld:
+		en.order = en.queue[0].since.UnixNano()
+		heap.Push(&s.held, en)
+		fallthrough
+	case stSpaced, stBackoff:
+		en.readyAt = at
+		heap.Push(&s.timed, en)
+	}
+}
+
+// settle moves en, which has just stopped being busy or timed, to where its
+// queue puts it: ready with writes queued, otherwise forgotten.
+func (s *sched) settle(en *entry) {
+	if len(en.queue) > 0 {
+		s.move(en, stReady, time.Time{})
+	} else {
+		s.move(en, stNone, time.Time{})
+	}
+}
+
+// enqueue and dequeue keep the counts of a queue change of en.
+func (s *sched) enqueue(en *entry, it *item) {
+	s.queued[en.state] += it.n
+	s.pendingEvents += it.n
+	s.pendingWrites++
+	s.count(it, 1)
+}
+
+func (s *sched) dequeue(en *entry, it *item) {
+	s.queued[en.state] -= it.n
+	s.pendingEvents -= it.n
+	s.pendingWrites--
+	s.count(it, -1)
 }
 
 // count adds (sign 1) or removes (sign -1) it to or from the waiting
@@ -154,23 +300,17 @@ func (s *sched) weigh(now time.Time, extra *item) {
 func (s *sched) add(key string, it *item, now time.Time) bool {
 	en := s.entries[key]
 	if en != nil && len(en.queue) > 0 {
-		last := en.queue[len(en.queue)-1]
-		if last.ev.Name == it.ev.Name {
+		if last := en.queue[len(en.queue)-1]; last.ev.Name == it.ev.Name {
 			// The same event on the server: the newer state carries the
 			// older one's count, so it replaces it.
-			s.sinceSum += float64(it.n) * last.since.Sub(s.t0).Seconds()
-			s.pendingEvents += it.n
-			if en.lidx >= 0 {
-				s.delayedEvents += it.n
-				if en.held {
-					s.heldEvents += it.n
-				}
-			}
+			s.dequeue(en, last)
 			it.n += last.n
 			it.create = it.create || last.create
+			it.sent = it.sent || last.sent
 			it.waiters = last.waiters
 			it.since = last.since
 			en.queue[len(en.queue)-1] = it
+			s.enqueue(en, it)
 			return true
 		}
 	}
@@ -184,32 +324,17 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 		s.idleSince = time.Time{}
 	}
 	if en == nil {
-		en = &entry{key: key, idx: -1, lidx: -1, hidx: -1}
+		en = &entry{key: key, ns: it.ev.Namespace, idx: -1, tidx: -1, hidx: -1}
 		s.entries[key] = en
 	}
 	// Another name (or none waiting): a write of its own, after the ones
 	// waiting, so that no count is lost.
 	en.queue = append(en.queue, it)
-	s.count(it, 1)
-	s.pendingEvents += it.n
-	s.pendingWrites++
-	switch {
-	case en.lidx >= 0:
-		// It waits for the key's interval or Retry-After.
-		s.delayedEvents += it.n
-		if en.held {
-			s.heldEvents += it.n
-		}
-	case en.busy == nil && en.idx < 0:
-		s.push(en, it.since.UnixNano())
+	s.enqueue(en, it)
+	if en.state == stNone {
+		s.move(en, stReady, time.Time{})
 	}
 	return true
-}
-
-func (s *sched) push(en *entry, order int64) {
-	s.seq++
-	en.order, en.seq = order, s.seq
-	heap.Push(&s.ready, en)
 }
 
 // next returns the write to start now, if any; otherwise the time at which
@@ -217,11 +342,11 @@ func (s *sched) push(en *entry, order int64) {
 func (s *sched) next(now time.Time) (*task, time.Time) {
 	s.heldBack = false
 	s.promote(now)
-	// The soonest end of a key's interval: ask again then, whatever else
+	// The soonest end of a timed state: ask again then, whatever else
 	// holds the ready writes.
 	var wake time.Time
-	if len(s.later) > 0 {
-		wake = s.later[0].readyAt
+	if len(s.timed) > 0 {
+		wake = s.timed[0].readyAt
 	}
 	if len(s.ready) == 0 {
 		return nil, wake
@@ -251,34 +376,48 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		}
 	}
 	var en *entry
-	if !probe && len(s.held) > 0 {
+	switch {
+	case probe:
+		en = s.probeEntry()
+	case len(s.held) > 0 && s.held[0].order < s.ready[0].order:
 		// A key held by a Retry-After whose event is older than every
 		// ready one goes first: the server's load is the rate's business,
 		// and holding the key longer would only put younger events ahead
 		// of it.
-		en = s.releaseOlderHeld(s.ready[0].order)
-	}
-	if en == nil {
-		en = heap.Pop(&s.ready).(*entry)
-	}
-	if probe && en.probeFailed && len(s.ready) > 0 {
-		// The oldest key failed the last probe it was: probe with the
-		// next one, so that a key whose writes fail (a poison key) does
-		// not keep the server looking down for the others.
-		alt := heap.Pop(&s.ready).(*entry)
-		heap.Push(&s.ready, en)
-		en = alt
+		en = s.held[0]
+	default:
+		en = s.ready[0]
 	}
 	it := en.queue[0]
+	s.dequeue(en, it)
 	en.queue[0] = nil
 	en.queue = en.queue[1:]
-	s.count(it, -1)
-	s.pendingEvents -= it.n
-	s.pendingWrites--
 	t := &task{en: en, it: it, probe: probe, sentAt: now}
 	en.busy = t
-	s.inFlight++
+	s.move(en, stBusy, time.Time{})
 	return t, time.Time{}
+}
+
+// probeEntry chooses the write that probes a server seen down: the oldest
+// ready key whose own last write did not fail and whose namespace has not
+// failed since the last success, else the oldest whose last write did not
+// fail, else the oldest. A key refused for reasons of its own (a webhook, a
+// limit of its namespace) then never keeps the server looking down for the
+// others.
+func (s *sched) probeEntry() *entry {
+	var best, fallback *entry
+	for _, en := range s.ready {
+		if en.failed {
+			continue
+		}
+		if !s.blame.suspect(en.ns) && (best == nil || (readyOrder{}).less(en, best)) {
+			best = en
+		}
+		if fallback == nil || (readyOrder{}).less(en, fallback) {
+			fallback = en
+		}
+	}
+	return cmp.Or(best, fallback, s.ready[0])
 }
 
 // earliest returns the earlier of a and b, a zero time meaning none.
@@ -289,48 +428,31 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// promote ends the intervals that have passed by now: an entry with writes
-// queued becomes ready, ordered by its oldest waiting event as usual; one
-// with none is forgotten.
+// promote ends the timed states that have passed by now: an entry with
+// writes queued becomes ready, ordered by its oldest waiting event as
+// usual; one with none is forgotten.
 func (s *sched) promote(now time.Time) {
-	for len(s.later) > 0 && !s.later[0].readyAt.After(now) {
-		en := heap.Pop(&s.later).(*entry)
-		s.delayedEvents -= queued(en)
-		if en.held {
-			s.heldEvents -= queued(en)
-			heap.Remove(&s.held, en.hidx)
-			en.held = false
-		}
-		if len(en.queue) > 0 {
-			s.push(en, en.queue[0].since.UnixNano())
-		} else if s.entries[en.key] == en {
-			delete(s.entries, en.key)
-		}
+	for len(s.timed) > 0 && !s.timed[0].readyAt.After(now) {
+		s.settle(s.timed[0])
 	}
 }
 
 // releaseDelayed makes every entry that waits for its interval with writes
 // queued ready at once (a Flush does not wait out intervals). The entries
 // with none stay, to remember their key's last write, and so do those held
-// by the server's Retry-After. It reports whether it released any.
+// by the server's Retry-After or backing off after a failure of their own.
+// It reports whether it released any.
 func (s *sched) releaseDelayed() bool {
-	released := false
-	kept := s.later[:0]
-	for _, en := range s.later {
-		if len(en.queue) == 0 || en.held {
-			en.lidx = len(kept)
-			kept = append(kept, en)
-			continue
+	var spaced []*entry
+	for _, en := range s.timed {
+		if en.state == stSpaced && len(en.queue) > 0 {
+			spaced = append(spaced, en)
 		}
-		s.delayedEvents -= queued(en)
-		en.lidx = -1
-		s.push(en, en.queue[0].since.UnixNano())
-		released = true
 	}
-	clear(s.later[len(kept):])
-	s.later = kept
-	heap.Init(&s.later)
-	return released
+	for _, en := range spaced {
+		s.move(en, stReady, time.Time{})
+	}
+	return len(spaced) > 0
 }
 
 // queued returns the events waiting in en's queue.
@@ -352,119 +474,145 @@ func flushing(en *entry) bool {
 	return false
 }
 
-// finish records the outcome of t. For outServerFailed, retryAfter is the
-// delay the server asked for and overload tells a 429. It returns what the
-// caller must account: the events written, dropped as retries exhausted
-// (exhausted), or put back to wait (requeued).
-func (s *sched) finish(t *task, out outcome, retryAfter time.Duration, overload bool, now time.Time) (exhausted, requeued bool) {
+// finish records the result of t and moves its key on. It returns what the
+// engine must account (see verdict).
+func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	en := t.en
 	en.busy = nil
-	s.inFlight--
 	s.weigh(now, t.it)
-	switch out {
+	v := vDone
+	switch r.out {
 	case outWritten, outDropped:
-		en.probeFailed = false
-		// The server answered: it is up.
-		if s.health.down && s.health.overloaded {
-			s.pace.restartAfterPause(now)
+		s.answered(en, r.out == outWritten, now)
+		if at := t.sentAt.Add(s.interval); s.interval > 0 && at.After(now) && !flushing(en) {
+			// The server answered about this key: its next write waits
+			// until the interval since this one was sent has passed,
+			// unless a Flush waits for it. An entry with nothing queued
+			// stays until then, to remember when its key was written.
+			s.move(en, stSpaced, at)
+			s.noteIdle(now)
+			return vDone
 		}
-		s.health.up()
-		s.pace.resume(now)
-		if out == outWritten {
-			s.pace.success(now)
+	case outFailed:
+		v = s.failed(t, r, now)
+		if v == vRetry {
+			return v
 		}
-		s.window = min(s.workers, s.window+1)
-		en.failures = 0
-	case outServerFailed:
-		// The Retry-After is honoured up to MaxDelay, as for a probe;
-		// without one, a refused key waits BaseDelay.
-		wait := min(cmp.Or(retryAfter, s.base), s.max)
-		if overload && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(wait, time.Second)) {
-			// The server sheds load but accepts other writes: the rate
-			// is cut, the other keys go on at that rate, and this one
-			// is held for the Retry-After (as client-go's REST client
-			// would make it wait), unless it is the oldest (see next).
-			// The refusal is charged to the key: one refused again and
-			// again while the others are accepted meets a limit of its
-			// own (an admission plugin limiting events per object), and
-			// is dropped after MaxTries instead of taking the tokens for
-			// good; its repeated refusals do not cut the rate again.
-			en.failures++
-			if en.failures >= s.maxTries {
-				en.failures = 0
-				exhausted = true
-				break
-			}
-			if en.failures == 1 {
-				s.pace.shed(now, t.sentAt, wait)
-			}
-			s.shedUntil = now.Add(max(wait, time.Second))
-			s.requeue(en, t.it)
-			if wait > 0 {
-				s.hold(en, now.Add(wait))
-			} else {
-				s.push(en, en.queue[0].since.UnixNano())
-			}
-			return false, true
-		}
-		if t.probe {
-			s.health.probing = false
-		}
-		age := now.Sub(t.it.since)
-		if len(s.ready) > 0 {
-			age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
-		}
-		s.health.fail(now, t.sentAt, t.probe, overload, retryAfter, age, s.base, s.max, s.rnd)
-		s.window = 1
-		defer s.pace.pause(now) // after a cut, which measures up to now
-		if overload {
-			s.pace.overload(now, t.sentAt)
-		} else {
-			s.pace.failed(now)
-		}
-		// A failed probe is the server's failure, not the key's: while
-		// the server is down events wait, however long (MaxPending bounds
-		// them). So is a 429 when nothing is accepted (a shed 429 is
-		// charged above). A key that fails otherwise while the server
-		// answers the others is charged, and dropped after maxTries.
-		if !t.probe && !overload {
-			en.failures++
-		}
-		if en.failures >= s.maxTries {
-			en.failures = 0
-			exhausted = true
-			break
-		}
-		s.requeue(en, t.it)
-		en.probeFailed = t.probe
-		s.push(en, en.queue[0].since.UnixNano())
-		return false, true
 	case outAbandoned:
 		if t.probe {
 			s.health.probing = false
 		}
 	}
-	defer s.noteIdle(now)
-	if (out == outWritten || out == outDropped) && s.interval > 0 && s.entries[en.key] == en {
-		// The server answered about this key: its next write waits until
-		// the interval since this one was sent has passed, unless a Flush
-		// waits for it. An entry with nothing queued stays until then, to
-		// remember when its key was written.
-		if at := t.sentAt.Add(s.interval); at.After(now) && !flushing(en) {
-			en.readyAt = at
-			heap.Push(&s.later, en)
-			s.delayedEvents += queued(en)
-			return exhausted, false
+	s.settle(en)
+	s.noteIdle(now)
+	return v
+}
+
+// answered records that the server answered a write of en (stored it, or
+// refused it for a reason of its own): it is up.
+func (s *sched) answered(en *entry, written bool, now time.Time) {
+	en.failures, en.failed, en.failedAt, en.sheds = 0, false, time.Time{}, 0
+	s.blame.success(en.ns, !s.health.down, now)
+	if s.health.down && s.health.overloaded {
+		s.pace.restartAfterPause(now)
+	}
+	s.health.up()
+	s.pace.resume(now)
+	if written {
+		s.pace.success(now)
+	}
+	s.window = min(s.workers, s.window+1)
+}
+
+// failed handles a write that failed and may work later: whose failure it
+// is (see blameOf) decides who waits. It requeues the write, or returns
+// vExhausted when the key has failed maxTries times.
+func (s *sched) failed(t *task, r result, now time.Time) verdict {
+	en := t.en
+	defer func() { en.failed, en.failedAt = true, now }()
+	if t.probe {
+		s.health.probing = false
+	}
+	// The Retry-After is honoured up to MaxDelay; without one, a key
+	// waits BaseDelay or its backoff.
+	wait := min(cmp.Or(r.retryAfter, s.base), s.max)
+	switch s.blameOf(t, r, now, wait) {
+	case byShedding:
+		// Not charged: load shedding never exhausts a key. The rate is
+		// cut (once per round, and only at the key's first refusal), the
+		// other keys go on at that rate, and this one is held for the
+		// Retry-After.
+		en.sheds++
+		if en.sheds == 1 {
+			s.pace.shed(now, t.sentAt, wait)
+		}
+		s.shedUntil = now.Add(max(wait, time.Second))
+		s.requeue(en, t.it)
+		s.move(en, stHeld, now.Add(wait))
+		return vRetry
+	case byKey:
+		en.failures++
+		if en.failures >= s.maxTries {
+			en.failures = 0
+			return vExhausted
+		}
+		d := backoff(en.failures, s.base, s.max, s.rnd)
+		if r.retryAfter > 0 {
+			d = wait
+		}
+		s.requeue(en, t.it)
+		s.move(en, stBackoff, now.Add(d))
+		return vRetry
+	}
+	// The server's: every key waits behind one probe, none is charged.
+	overload := r.fault == faultLimited || r.fault == faultShed
+	age := now.Sub(t.it.since)
+	if len(s.ready) > 0 {
+		age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
+	}
+	s.health.fail(now, t.sentAt, t.probe, overload, r.retryAfter, age, s.base, s.max, s.rnd)
+	s.window = 1
+	if overload {
+		s.pace.overload(now, t.sentAt)
+	} else {
+		s.pace.failed(now)
+	}
+	s.pace.pause(now) // after a cut, which measures up to now
+	s.requeue(en, t.it)
+	s.move(en, stReady, time.Time{})
+	return vRetry
+}
+
+// blameOf decides whose fault a failed write is (see the package
+// documentation's table). It also refunds the tries charged to keys whose
+// failures turn out to be the server's.
+func (s *sched) blameOf(t *task, r result, now time.Time, wait time.Duration) whose {
+	switch {
+	case r.fault == faultShed && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(wait, time.Second)):
+		return byShedding
+	case t.probe, s.health.down, r.fault == faultShed:
+		// A failed probe is the server's; so is a write that was under
+		// way when the server was seen down, and a 429 with Retry-After
+		// when nothing was accepted lately (an outage answered 429).
+		s.blame.note(t.en)
+		return byServer
+	}
+	w, refund := s.blame.failure(t.en, t.sentAt, r.fault == faultTransport, s.readyOutside)
+	for _, en := range refund {
+		en.failures = max(0, en.failures-1)
+	}
+	return w
+}
+
+// readyOutside reports whether a key of another namespace than ns has a
+// write ready.
+func (s *sched) readyOutside(ns string) bool {
+	for _, en := range s.ready {
+		if en.ns != ns {
+			return true
 		}
 	}
-	if len(en.queue) > 0 {
-		if en.idx < 0 {
-			s.push(en, en.queue[0].since.UnixNano())
-		}
-	} else if s.entries[en.key] == en {
-		delete(s.entries, en.key)
-	}
-	return exhausted, false
+	return false
 }
 
 // noteIdle records when the engine ran out of work.
@@ -475,80 +623,85 @@ func (s *sched) noteIdle(now time.Time) {
 	}
 }
 
-// hold puts en, with writes queued and in no heap, in later until at: the
-// server's Retry-After. It may go before then if its event is older than
-// every ready one (see next).
-func (s *sched) hold(en *entry, at time.Time) {
-	en.readyAt, en.held = at, true
-	en.order = en.queue[0].since.UnixNano()
-	heap.Push(&s.later, en)
-	heap.Push(&s.held, en)
-	q := queued(en)
-	s.delayedEvents += q
-	s.heldEvents += q
-}
-
-// releaseOlderHeld takes out of later the held entry with the oldest
-// waiting event, if that event is older than order (unix ns), and returns
-// it; otherwise nil.
-func (s *sched) releaseOlderHeld(order int64) *entry {
-	if len(s.held) == 0 || s.held[0].order >= order {
-		return nil
-	}
-	en := heap.Pop(&s.held).(*entry)
-	heap.Remove(&s.later, en.lidx)
-	q := queued(en)
-	s.delayedEvents -= q
-	s.heldEvents -= q
-	en.held = false
-	return en
-}
-
 // requeue puts it back at the front of en's queue, merged with the next
 // write when that is the same event (which then carries it).
 func (s *sched) requeue(en *entry, it *item) {
-	s.pendingEvents += it.n
+	it.sent = true
 	if len(en.queue) > 0 && en.queue[0].ev.Name == it.ev.Name {
 		nx := en.queue[0]
-		s.count(nx, -1)
+		s.dequeue(en, nx)
 		nx.n += it.n
 		nx.create = nx.create || it.create
+		nx.sent = true
 		nx.waiters = append(nx.waiters, it.waiters...)
 		if it.since.Before(nx.since) {
 			nx.since = it.since
 		}
-		s.count(nx, 1)
+		s.enqueue(en, nx)
 		return
 	}
-	s.count(it, 1)
 	en.queue = append(en.queue, nil)
 	copy(en.queue[1:], en.queue)
 	en.queue[0] = it
-	s.pendingWrites++
+	s.enqueue(en, it)
+}
+
+// visit calls f for every write queued or under way (task non-nil for the
+// one under way).
+func (s *sched) visit(f func(it *item, t *task)) {
+	for _, en := range s.entries {
+		if en.busy != nil {
+			f(en.busy.it, en.busy)
+		}
+		for _, it := range en.queue {
+			f(it, nil)
+		}
+	}
 }
 
 // clear forgets every queued write (the engine stopped).
 func (s *sched) clear() {
 	clear(s.entries)
-	s.ready, s.later, s.held = nil, nil, nil
-	s.pendingEvents, s.pendingWrites, s.delayedEvents, s.heldEvents = 0, 0, 0, 0
+	s.ready, s.timed, s.held = nil, nil, nil
+	s.queued = [numStates]int64{}
+	s.pendingEvents, s.pendingWrites, s.inFlight = 0, 0, 0
 	s.sinceSum = 0
+}
+
+// stats fills the scheduler's part of st.
+func (s *sched) stats(st *Stats, now time.Time) {
+	st.Pending = s.pendingEvents
+	st.Server = ServerHealthy
+	switch {
+	case s.health.down:
+		st.Server = ServerProbing
+	case now.Before(s.shedUntil):
+		st.Server = ServerShedding
+	}
+	st.Probes = s.health.probes
+	st.RateCuts = s.pace.cuts
+	st.WriteRate = s.pace.current(now)
+	// The events held by a Retry-After, and when the server, the window
+	// or the write budget holds the rest, those: not the keys waiting for
+	// their interval or backing off after a failure of their own.
+	st.HeldBack = s.queued[stHeld]
+	if s.heldBack || s.health.down {
+		st.HeldBack += s.queued[stReady] + s.queued[stBusy]
+	}
+	if t := s.oldest(); !t.IsZero() {
+		st.OldestPending = now.Sub(t)
+	}
 }
 
 // oldest returns when the oldest event not yet written was added (zero if
 // none).
 func (s *sched) oldest() time.Time {
 	var t time.Time
-	for _, en := range s.entries {
-		if en.busy != nil && (t.IsZero() || en.busy.it.since.Before(t)) {
-			t = en.busy.it.since
+	s.visit(func(it *item, _ *task) {
+		if t.IsZero() || it.since.Before(t) {
+			t = it.since
 		}
-		for _, it := range en.queue {
-			if t.IsZero() || it.since.Before(t) {
-				t = it.since
-			}
-		}
-	}
+	})
 	return t
 }
 
@@ -643,11 +796,11 @@ func (readyOrder) less(a, b *entry) bool {
 }
 func (readyOrder) index(en *entry) *int { return &en.idx }
 
-// laterOrder: by readyAt, soonest first; index lidx.
-type laterOrder struct{}
+// timedOrder: by readyAt, soonest first; index tidx.
+type timedOrder struct{}
 
-func (laterOrder) less(a, b *entry) bool { return a.readyAt.Before(b.readyAt) }
-func (laterOrder) index(en *entry) *int  { return &en.lidx }
+func (timedOrder) less(a, b *entry) bool { return a.readyAt.Before(b.readyAt) }
+func (timedOrder) index(en *entry) *int  { return &en.tidx }
 
 // heldOrder: by order, the oldest waiting event first; index hidx.
 type heldOrder struct{}

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ func writeOK(t *testing.T, s *sched, now time.Time) *task {
 	if tk == nil {
 		t.Fatalf("no write at %v", now)
 	}
-	s.finish(tk, outWritten, 0, false, now)
+	s.finish(tk, testResult(outWritten, 0, false), now)
 	return tk
 }
 
@@ -37,22 +36,21 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	now := t0.Add(10 * time.Millisecond)
 	tk, _ := s.next(now)
 	rate := s.pace.current(now)
-	exhausted, requeued := s.finish(tk, outServerFailed, time.Second, true, now)
-	if exhausted || !requeued {
-		t.Fatalf("429 while shedding: exhausted %v requeued %v", exhausted, requeued)
+	if v := s.finish(tk, testResult(outFailed, time.Second, true), now); v != vRetry {
+		t.Fatalf("429 while shedding: verdict %v, want a retry", v)
 	}
 	if s.health.down || s.pace.cuts != 1 || s.pace.current(now) >= rate {
 		t.Fatalf("after a shed 429: down %v cuts %d rate %v (was %v)", s.health.down, s.pace.cuts, s.pace.current(now), rate)
 	}
-	if s.heldEvents != 1 || len(s.held) != 1 || tk.en.failures != 1 {
-		t.Fatalf("held %d events in %d keys, failures %d", s.heldEvents, len(s.held), tk.en.failures)
+	if s.queued[stHeld] != 1 || len(s.held) != 1 || tk.en.failures != 0 {
+		t.Fatalf("held %d events in %d keys, failures %d (load shedding is never charged)", s.queued[stHeld], len(s.held), tk.en.failures)
 	}
 	// A second 429 within the Retry-After does not cut again.
 	tk2, _ := s.next(now)
 	if tk2 == nil || tk2.en == tk.en {
 		t.Fatalf("the other keys do not go on: %v", tk2)
 	}
-	s.finish(tk2, outServerFailed, time.Second, true, now.Add(time.Millisecond))
+	s.finish(tk2, testResult(outFailed, time.Second, true), now.Add(time.Millisecond))
 	if s.pace.cuts != 1 {
 		t.Fatalf("a second 429 within the Retry-After cut again: %d cuts", s.pace.cuts)
 	}
@@ -60,7 +58,7 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	var written []string
 	for at := now; at.Before(now.Add(900 * time.Millisecond)); at = at.Add(10 * time.Millisecond) {
 		if tk, _ := s.next(at); tk != nil {
-			s.finish(tk, outWritten, 0, false, at)
+			s.finish(tk, testResult(outWritten, 0, false), at)
 			written = append(written, tk.en.key)
 		}
 	}
@@ -70,12 +68,12 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 	// Then the held ones, oldest first; nobody was charged or dropped.
 	for at := now.Add(900 * time.Millisecond); at.Before(now.Add(3 * time.Second)); at = at.Add(10 * time.Millisecond) {
 		if tk, _ := s.next(at); tk != nil {
-			s.finish(tk, outWritten, 0, false, at)
+			s.finish(tk, testResult(outWritten, 0, false), at)
 			written = append(written, tk.en.key)
 		}
 	}
-	if len(written) != 5 || written[3] != "k0" || written[4] != "k1" || s.pendingEvents != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
-		t.Fatalf("written %v, pending %d held %d delayed %d", written, s.pendingEvents, s.heldEvents, s.delayedEvents)
+	if len(written) != 5 || written[3] != "k0" || written[4] != "k1" || s.pendingEvents != 0 || s.queued[stHeld] != 0 || s.delayed() != 0 {
+		t.Fatalf("written %v, pending %d held %d delayed %d", written, s.pendingEvents, s.queued[stHeld], s.delayed())
 	}
 }
 
@@ -99,7 +97,7 @@ func TestSchedOutageOf429DoesNotExhaustTries(t *testing.T) {
 				break
 			}
 			tries++
-			if exhausted, _ := s.finish(tk, outServerFailed, time.Second, true, now); exhausted {
+			if s.finish(tk, testResult(outFailed, time.Second, true), now) == vExhausted {
 				t.Fatalf("try %d: a key was dropped as retries exhausted during an outage answered 429", tries)
 			}
 		}
@@ -126,7 +124,7 @@ func TestSchedAll429IsAnOutage(t *testing.T) {
 				break
 			}
 			sent++
-			s.finish(tk, outServerFailed, time.Second, true, now)
+			s.finish(tk, testResult(outFailed, time.Second, true), now)
 		}
 	}
 	// The first request, then one probe per Retry-After (1 s plus at most
@@ -149,7 +147,7 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	at := func(ms int) time.Time { return t0.Add(time.Second + time.Duration(ms)*time.Millisecond) }
 	s.add("old", schedItem("o", t0), at(0))
 	tk, _ := s.next(at(0))
-	s.finish(tk, outServerFailed, 10*time.Second, true, at(0))
+	s.finish(tk, testResult(outFailed, 10*time.Second, true), at(0))
 	if len(s.held) != 1 {
 		t.Fatal("not held")
 	}
@@ -158,15 +156,15 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	if tk == nil || tk.en.key != "old" {
 		t.Fatalf("want the older held key first, got %v", tk)
 	}
-	if len(s.held) != 0 || s.heldEvents != 0 || s.delayedEvents != 0 {
-		t.Fatalf("held %d keys %d events, delayed %d", len(s.held), s.heldEvents, s.delayedEvents)
+	if len(s.held) != 0 || s.queued[stHeld] != 0 || s.delayed() != 0 {
+		t.Fatalf("held %d keys %d events, delayed %d", len(s.held), s.queued[stHeld], s.delayed())
 	}
-	s.finish(tk, outWritten, 0, false, at(100))
+	s.finish(tk, testResult(outWritten, 0, false), at(100))
 	if tk, _ = s.next(at(200)); tk == nil || tk.en.key != "young" {
 		t.Fatalf("then the young one, got %v", tk)
 	}
 	// A held key younger than the ready ones keeps its Retry-After.
-	s.finish(tk, outServerFailed, 10*time.Second, true, at(200))
+	s.finish(tk, testResult(outFailed, 10*time.Second, true), at(200))
 	if len(s.held) != 1 {
 		t.Fatal("the young key is not held")
 	}
@@ -174,98 +172,106 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	if tk, _ = s.next(at(300)); tk == nil || tk.en.key != "older" {
 		t.Fatalf("want the ready older key, got %v", tk)
 	}
-	s.finish(tk, outWritten, 0, false, at(300))
+	s.finish(tk, testResult(outWritten, 0, false), at(300))
 	if tk, wake := s.next(at(400)); tk != nil || !wake.Equal(at(10200)) {
 		t.Fatalf("the held young key went early (%v) or wakes at %v", tk, wake.Sub(t0))
 	}
 }
 
-// A Retry-After is honoured up to MaxDelay, and a 429 without one holds the
-// key for BaseDelay.
+// A Retry-After is honoured up to MaxDelay; a 429 without one while the
+// server accepts other writes is a limit of the key: it backs off alone,
+// charged a try, and the rate is not cut.
 func TestSchedShedHoldIsCapped(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		retryAfter, want time.Duration
-	}{{time.Hour, 2 * time.Second}, {0, 500 * time.Millisecond}, {time.Second, time.Second}} {
+	}{{time.Hour, 2 * time.Second}, {time.Second, time.Second}} {
 		s := newTestSched(t, Options{QPS: -1}, t0)
 		s.add("warm", schedItem("w", t0), t0)
 		writeOK(t, s, t0)
 		s.add("k", schedItem("k", t0), t0)
 		tk, _ := s.next(t0)
-		s.finish(tk, outServerFailed, c.retryAfter, true, t0)
-		if len(s.held) != 1 || !s.later[0].readyAt.Equal(t0.Add(c.want)) {
-			t.Errorf("Retry-After %v: held %d, until %v, want %v", c.retryAfter, len(s.held), s.later[0].readyAt.Sub(t0), c.want)
+		s.finish(tk, testResult(outFailed, c.retryAfter, true), t0)
+		if len(s.held) != 1 || !s.timed[0].readyAt.Equal(t0.Add(c.want)) {
+			t.Errorf("Retry-After %v: held %d, until %v, want %v", c.retryAfter, len(s.held), s.timed[0].readyAt.Sub(t0), c.want)
 		}
+	}
+	s := newTestSched(t, Options{QPS: 50}, t0)
+	s.add("warm", schedItem("w", t0), t0)
+	writeOK(t, s, t0)
+	s.add("k", schedItem("k", t0), t0)
+	tk, _ := s.next(t0)
+	s.finish(tk, testResult(outFailed, 0, true), t0)
+	if en := s.entries["k"]; en.state != stBackoff || en.failures != 1 || s.pace.cuts != 0 || s.health.down {
+		t.Errorf("429 without Retry-After: key %v, failures %d, cuts %d, down %v", en.state, en.failures, s.pace.cuts, s.health.down)
+	}
+	if d := s.timed[0].readyAt.Sub(t0); d < 250*time.Millisecond || d > 500*time.Millisecond {
+		t.Errorf("429 without Retry-After: backs off %v, want the first step of the backoff", d)
 	}
 }
 
-// The waiting total behind the weight stays equal to the sum over the
-// queued items through any sequence of adds, coalescing, dispatches,
-// requeues and holds.
-func TestSchedWaitingTotalIsExact(t *testing.T) {
+// Through any sequence of adds, coalescing, dispatches, successes, drops,
+// failures of every kind (the key's, the server's, load shedding), Flush
+// releases and abandons, every invariant written on sched's fields holds
+// after every step: each key in exactly one state and in that state's
+// heaps, the per-state counts, the waiting total behind the weight.
+func TestSchedInvariantsRandomized(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rnd := rand.New(rand.NewPCG(3, 4))
-	s := newTestSched(t, Options{QPS: -1, Workers: 4, KeyInterval: 300 * time.Millisecond}, t0)
-	var busy []*task
-	maxHeld := 0
-	for step := range 20000 {
-		now := t0.Add(time.Duration(step) * 3 * time.Millisecond)
-		switch r := rnd.IntN(10); {
-		case r < 4:
-			// Events recorded up to 5 s before they reach the engine, so
-			// that a held key is not always older than the ready ones.
-			k := rnd.IntN(30)
-			since := now.Add(-time.Duration(rnd.IntN(5000)) * time.Millisecond)
-			s.add(fmt.Sprint("k", k), schedItem(fmt.Sprint("e", k, "-", rnd.IntN(2)), since), now)
-		case r < 7:
-			if tk, _ := s.next(now); tk != nil {
-				busy = append(busy, tk)
-			}
-		case len(busy) > 0:
-			i := rnd.IntN(len(busy))
-			tk := busy[i]
-			busy = append(busy[:i], busy[i+1:]...)
-			// Mostly successes and 429s (holds), some drops and outages.
-			out, overload := outWritten, false
-			switch r := rnd.IntN(100); {
-			case r < 40:
-				out, overload = outServerFailed, true
-			case r < 42:
-				out = outServerFailed
-			case r < 52:
-				out = outDropped
-			}
-			s.finish(tk, out, time.Duration(rnd.IntN(3))*time.Second, overload, now)
-		}
-		var want float64
-		var events, held int64
-		heldKeys := 0
-		for _, en := range s.entries {
-			if en.held {
-				heldKeys++
-				if en.hidx < 0 || en.lidx < 0 || s.held[en.hidx] != en {
-					t.Fatalf("step %d: held entry %s not in the held and later heaps", step, en.key)
+	for seed := range uint64(4) {
+		rnd := rand.New(rand.NewPCG(3, 4+seed))
+		s := newTestSched(t, Options{QPS: -1, Workers: 4, MaxTries: 5, KeyInterval: 300 * time.Millisecond}, t0)
+		var busy []*task
+		var seen [numStates]int
+		for step := range 20000 {
+			now := t0.Add(time.Duration(step) * 3 * time.Millisecond)
+			switch r := rnd.IntN(20); {
+			case r < 8:
+				// Events recorded up to 5 s before they reach the engine, so
+				// that a held key is not always older than the ready ones.
+				k := rnd.IntN(30)
+				since := now.Add(-time.Duration(rnd.IntN(5000)) * time.Millisecond)
+				it := schedItem(fmt.Sprint("e", k, "-", rnd.IntN(2)), since)
+				it.ev.Namespace = fmt.Sprint("ns", k%3)
+				s.add(fmt.Sprint("k", k), it, now)
+			case r < 14:
+				if tk, _ := s.next(now); tk != nil {
+					busy = append(busy, tk)
 				}
-			}
-			for _, it := range en.queue {
-				want += float64(it.n) * it.since.Sub(s.t0).Seconds()
-				events += it.n
-				if en.held {
-					held += it.n
+			case r == 14:
+				s.releaseDelayed()
+			case len(busy) > 0:
+				i := rnd.IntN(len(busy))
+				tk := busy[i]
+				busy = append(busy[:i], busy[i+1:]...)
+				res := result{out: outWritten}
+				switch r := rnd.IntN(100); {
+				case r < 30:
+					res = result{out: outFailed, fault: faultShed, retryAfter: time.Duration(1+rnd.IntN(2)) * time.Second}
+				case r < 40:
+					res = result{out: outFailed, fault: faultLimited}
+				case r < 50:
+					res = result{out: outFailed, fault: faultStatus}
+				case r < 52:
+					res = result{out: outFailed, fault: faultTransport}
+				case r < 60:
+					res = result{out: outDropped}
+				case r < 62:
+					res = result{out: outAbandoned}
 				}
+				s.finish(tk, res, now)
+			}
+			if err := s.check(); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			for _, en := range s.entries {
+				seen[en.state]++
 			}
 		}
-		maxHeld = max(maxHeld, heldKeys)
-		if heldKeys != len(s.held) {
-			t.Fatalf("step %d: %d held entries, held heap %d", step, heldKeys, len(s.held))
+		for st := stReady; st < numStates; st++ {
+			if seen[st] == 0 {
+				t.Fatalf("seed %d: no key was ever %v: the sequence tests too little", seed, st)
+			}
 		}
-		if math.Abs(want-s.sinceSum) > 1e-6*math.Max(1, want) || events != s.pendingEvents || held != s.heldEvents {
-			t.Fatalf("step %d: sinceSum %v want %v, pending %d want %d, held %d want %d", step, s.sinceSum, want, s.pendingEvents, events, s.heldEvents, held)
-		}
-	}
-	t.Logf("at most %d keys held at once", maxHeld)
-	if maxHeld < 2 {
-		t.Fatalf("the sequence never held more than %d keys for a Retry-After: it tests too little", maxHeld)
 	}
 }
 
@@ -410,12 +416,13 @@ func TestSchedKeyRefusedAloneIsDropped(t *testing.T) {
 				break
 			}
 			if tk.en.key != "bad" {
-				s.finish(tk, outWritten, 0, false, now)
+				s.finish(tk, testResult(outWritten, 0, false), now)
 				written++
 				continue
 			}
 			badTries++
-			if exhausted, _ := s.finish(tk, outServerFailed, time.Second, true, now); exhausted {
+			// 429 without Retry-After: a limit of its object (EventRateLimit).
+			if s.finish(tk, testResult(outFailed, 0, true), now) == vExhausted {
 				droppedAt = now.Sub(t0)
 			}
 		}

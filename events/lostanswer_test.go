@@ -1,0 +1,121 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/record"
+)
+
+// losingSink stores what it is given like the API server, but loses the
+// answer of some writes after storing them (a 500 or a reset connection
+// after the commit), and refuses some others before storing.
+type losingSink struct {
+	*memSink
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	lose float64 // fraction of stored writes whose answer is lost
+	fail float64 // fraction of writes refused before they are stored
+}
+
+func (s *losingSink) roll() (lose, fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rnd.Float64()
+	return r < s.lose, r >= s.lose && r < s.lose+s.fail
+}
+
+var errReset = errors.New("connection reset by peer")
+
+func (s *losingSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	lose, fail := s.roll()
+	if fail {
+		return nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	}
+	out, err := s.memSink.Create(ctx, ev)
+	if err == nil && lose {
+		return nil, errReset
+	}
+	return out, err
+}
+
+func (s *losingSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	lose, fail := s.roll()
+	if fail {
+		return nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+	}
+	out, err := s.memSink.Patch(ctx, ev, data)
+	if err == nil && lose {
+		return nil, errReset
+	}
+	return out, err
+}
+
+// A Create whose answer was lost, retried and answered AlreadyExists, was
+// written: it is counted created, not dropped.
+func TestLostCreateAnswerIsWritten(t *testing.T) {
+	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
+	close(s.release)
+	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(time.Millisecond),
+		record.WithSleepDuration(time.Millisecond), events.WithSeriesInterval(0), record.WithLogger(klogDiscard()))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flush(t, b)
+	st := b.Stats()
+	if n := len(s.all()); n != 1 || st.Created != 1 || st.Dropped.Total() != 0 {
+		t.Fatalf("stored %d, stats %+v: want one event created and nothing dropped", n, st)
+	}
+}
+
+// With answers lost and writes refused at random, what the server stores
+// is what Stats says was written: the stored counts (series count, or 1)
+// add up to Created + Patched + Coalesced, and nothing is dropped.
+func TestStatsMatchTheServerWhenAnswersAreLost(t *testing.T) {
+	for seed := range uint64(3) {
+		s := &losingSink{memSink: newMemSink(), rnd: rand.New(rand.NewPCG(seed, 7)), lose: 0.15, fail: 0.1}
+		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(time.Millisecond),
+			record.WithSleepDuration(time.Millisecond), events.WithSeriesInterval(0), record.WithLogger(klogDiscard()))
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+		rnd := rand.New(rand.NewPCG(seed, 9))
+		for i := range 400 {
+			obj := pod("ns", fmt.Sprint("p", rnd.IntN(20)))
+			r.Eventf(obj, nil, v1.EventTypeNormal, fmt.Sprint("R", rnd.IntN(3)), "Act", "note %d", rnd.IntN(2))
+			if i%50 == 0 {
+				flush(t, b)
+			}
+		}
+		flush(t, b)
+		st := b.Stats()
+		b.Shutdown()
+		var stored int64
+		for _, ev := range s.all() {
+			if ev.Series != nil {
+				stored += int64(ev.Series.Count)
+			} else {
+				stored++
+			}
+		}
+		if st.Dropped.Total() != 0 || stored != st.Created+st.Patched+st.Coalesced {
+			t.Fatalf("seed %d: the server stores a count of %d; stats created %d patched %d coalesced %d dropped %+v",
+				seed, stored, st.Created, st.Patched, st.Coalesced, st.Dropped)
+		}
+	}
+}
