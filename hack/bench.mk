@@ -4,9 +4,12 @@
 ## (correlator), delivery scenarios (internal/bench), herald's events
 ## package beside client-go's tools/events (internal/bench, Events*:
 ## Eventf cost, a crash-loop storm, shutdown, goroutines), and the scenarios that
-## need a server (internal/bench/server: a real kube-apiserver restarted, and
-## a hundred controllers against one loopback Events API with an outage and a
-## capacity; `apiserver` is built first). The raw output goes to
+## need a server (internal/bench/server: a real kube-apiserver restarted; a
+## hundred controllers against one loopback Events API with an outage and a
+## capacity, once per server model: a per-second window and a token bucket;
+## and 25 controllers against the real kube-apiserver with priority and
+## fairness set to one seat, figures printed only; `apiserver` is built
+## first). The raw output goes to
 ## $(BENCH_OUT), then internal/bench/cmd/benchtable prints a markdown table of
 ## the ratios herald / client-go and of herald's targets. A few minutes on a
 ## 2-core machine. BENCH_STRICT=1 fails the target when a herald target is
