@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -557,10 +557,26 @@ func checkRequest(it *item) error {
 		}
 		return nil
 	}
-	if errs := path.IsValidPathSegmentName(ev.Name); len(errs) > 0 {
+	if errs := pathSegmentProblems(ev.Name); len(errs) > 0 {
 		return &errBadRequest{fmt.Sprintf("invalid event name %q: %v", ev.Name, errs)}
 	}
 	return nil
+}
+
+// pathSegmentProblems returns why name cannot be a segment of a request
+// path (the rule of apimachinery's path segment names, which client-go
+// applies when it builds a request), or nothing.
+func pathSegmentProblems(name string) []string {
+	if name == "." || name == ".." {
+		return []string{fmt.Sprintf("may not be '%s'", name)}
+	}
+	var errs []string
+	for _, c := range []string{"/", "%"} {
+		if strings.Contains(name, c) {
+			errs = append(errs, fmt.Sprintf("may not contain '%s'", c))
+		}
+	}
+	return errs
 }
 
 // countDrop counts n events dropped for reason outside a write, and logs.
