@@ -29,16 +29,18 @@
 //   - A slow or stuck watcher fills only its own channel: Flush, Stats,
 //     Shutdown and Start* never wait for it past their context.
 //   - Events are written by a delivery engine (package sink): several
-//     workers, oldest events first; transport errors, timeouts and 5xx
-//     are failures of the server, shared by every event (one probe at a
-//     time, with backoff or after Retry-After, and the first success
-//     releases them all); a 429 cuts an adaptive write rate and holds the
-//     refused event for its Retry-After (unless it is the oldest waiting)
-//     while the others go on; Patch NotFound
-//     falls back to Create; permanent errors are dropped and counted by
-//     reason. An event the server refuses never holds up the others, and
-//     repeats of an event that is still waiting become one write with the
-//     latest count.
+//     workers, oldest events first. A failure is judged by evidence (see
+//     package sink): when the server fails for everyone, every event waits
+//     behind one probe at a time (with backoff or after Retry-After, and
+//     the first success releases them all); an event refused while the
+//     server writes the others (a webhook failing its namespace, a
+//     per-object limit) backs off alone, charged to its tries; a 429 with
+//     Retry-After cuts an adaptive write rate and holds the refused event
+//     for its Retry-After (unless it is the oldest waiting) while the
+//     others go on; Patch NotFound falls back to Create; permanent errors
+//     are dropped and counted by reason. An event the server refuses never
+//     holds up the others, and repeats of an event that is still waiting
+//     become one write with the latest count.
 //   - Shutdown flushes for a grace period (default 10 s) before it stops;
 //     Flush waits for everything recorded so far.
 //   - The correlator (package correlator) builds patches directly instead of

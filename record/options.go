@@ -144,10 +144,12 @@ func WithAdaptiveWriteRate(enabled bool) BroadcasterOption {
 }
 
 // WithMaxTries sets how many failed writes of one key in a row drop its
-// events (retries_exhausted). Default 12 (client-go's). Failed probes, sent
-// while the server is seen down, and 429s when nothing is accepted are not
-// charged to a key: during an outage events wait (WithMaxPending bounds
-// them). A 429 while the server accepts other writes is charged.
+// events (retries_exhausted). Default 12 (client-go's). Only failures judged
+// the key's are charged: a 5xx or a 429 without Retry-After while the server
+// answers other events (a webhook refusing its namespace, EventRateLimit).
+// The server's failures and load shedding (429 with Retry-After) are not:
+// during an outage events wait (WithMaxPending bounds them). See package
+// sink for the rule.
 func WithMaxTries(n int) BroadcasterOption {
 	return func(c *config) { c.engine.MaxTries = n }
 }

@@ -40,18 +40,20 @@ type Options struct {
 	// of it (see the package documentation).
 	DisableAdaptiveRate bool
 	// MaxTries is how many failed writes of one key, in a row, drop its
-	// events as retries_exhausted (default 12, client-go's). Only failures
-	// that can be the key's count: a failed probe, sent while the server
-	// was seen down, and a 429 when nothing was accepted lately are the
-	// server's, so during an outage events wait (bounded by MaxPending)
-	// however long it lasts. A 429 while the server accepts other writes
-	// counts: a key refused again and again then meets a limit of its own.
+	// events as retries_exhausted (default 12, client-go's). Only the
+	// failures judged the key's count (see the package documentation's
+	// table): a 5xx or a 429 without Retry-After while the server answers
+	// other writes. The server's failures (a failed probe, no answer, 5xx
+	// of distinct keys with nothing answered in between) and load
+	// shedding (a 429 with Retry-After) are never charged, so during an
+	// outage events wait (bounded by MaxPending) however long it lasts.
 	MaxTries int
 	// MaxPending caps the writes waiting (one per event waiting to be
 	// written; repeats of one event are one write). Default 10000.
 	MaxPending int
 	// BaseDelay and MaxDelay bound the backoff between probes while the
-	// server is seen down: the n-th probe after the failure waits a random
+	// server is seen down, and between the tries of a key whose own writes
+	// fail: the n-th probe (or try) after the failure waits a random
 	// time in [d/2, d] with d = BaseDelay·2^(n-1) capped at MaxDelay. A
 	// Retry-After from the server is honoured instead, up to MaxDelay (so a
 	// server asking for an hour does not park events for an hour), plus up

@@ -58,14 +58,16 @@ type ServerState int
 const (
 	// ServerHealthy: writes go at the write rate.
 	ServerHealthy ServerState = iota
-	// ServerShedding: the server answered 429 within its Retry-After (at
-	// least a second) while it accepted other writes: the write rate was
-	// cut, the others go on at the cut rate, and the keys it refused wait
-	// for the Retry-After unless one is the oldest waiting.
+	// ServerShedding: the server answered 429 with a Retry-After, within
+	// it (at least a second), while it accepted other writes: the write
+	// rate was cut, the others go on at the cut rate, and the keys it
+	// refused wait for the Retry-After unless one is the oldest waiting.
 	ServerShedding
-	// ServerProbing: the last request failed for a server-wide reason
-	// (or was answered 429 with nothing accepted lately); one probe at a
-	// time goes, after a backoff or the Retry-After, until one succeeds.
+	// ServerProbing: a failure was judged the server's (see the package
+	// documentation's table: a failed probe, no answer, 5xx of distinct
+	// keys with nothing answered in between, a 429 with nothing accepted
+	// lately); one probe at a time goes, after a backoff or the
+	// Retry-After, until one succeeds.
 	ServerProbing
 )
 
