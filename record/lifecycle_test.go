@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -616,5 +617,71 @@ func TestSinkWatchStopKeepsWhatWasRecorded(t *testing.T) {
 	st := eb.Stats()
 	if got := len(s.Events()); got != n || st.Created != n || st.Offered != n || st.Abandoned != 0 {
 		t.Fatalf("stored %d of %d; stats %+v", got, n, st)
+	}
+}
+
+// TestShutdownCountsWhatAStuckKeyFunctionHolds: when Shutdown gives up on a
+// sink whose goroutine is stuck in a user's key function, the event it
+// holds and those still queued for it are counted as abandoned at once:
+// when Shutdown returns no gauge is left and the identity holds. When the
+// key function returns at last, nothing is counted twice and nothing is
+// left running.
+func TestShutdownCountsWhatAStuckKeyFunctionHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		filtered bool // the stuck event turns out filtered (counted by the correlator too)
+	}{{"written", false}, {"filtered", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := goleak.IgnoreCurrent()
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			opts := record.CorrelatorOptions{KeyFunc: func(ev *v1.Event) (string, string) {
+				if ev.Reason == "Stuck" {
+					once.Do(func() { close(entered) })
+					<-release
+				}
+				return record.EventAggregatorByReasonFunc(ev)
+			}}
+			if tc.filtered {
+				// A spam filter that filters every event: the stuck
+				// event is filtered when its key function returns.
+				opts.BurstSize = -1
+			}
+			eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0), record.WithCorrelatorOptions(opts),
+				record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))))
+			eb.StartRecordingToSink(sinktest.New())
+			rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+			rec.Event(pod("ns", "p"), v1.EventTypeNormal, "Stuck", "m")
+			for i := range 5 {
+				rec.Event(pod("ns", fmt.Sprint("q", i)), v1.EventTypeNormal, "Behind", "m")
+			}
+			<-entered
+			eventually(t, "the events behind to be queued for the sink", func() bool { return eb.Stats().Queued == 5 })
+
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			err := eb.ShutdownWithContext(ctx)
+			s := eb.Stats()
+			if s.Queued != 0 || s.Pending != 0 || s.InFlight != 0 || s.Unaccounted() != 0 || s.Abandoned != 6 {
+				t.Errorf("after Shutdown: stats %+v, unaccounted %d; want 6 abandoned and no gauge", s, s.Unaccounted())
+			}
+			if err == nil || !strings.Contains(err.Error(), "abandoned 6 events") {
+				t.Errorf("ShutdownWithContext = %v, want 6 events abandoned", err)
+			}
+
+			close(release)
+			eventually(t, "the stuck goroutine to end", func() bool { return goleak.Find(base) == nil })
+			s = eb.Stats()
+			want := int64(6)
+			if tc.filtered {
+				want = 5 // the stuck event is counted as filtered instead
+				if s.Filtered != 1 {
+					t.Errorf("Filtered = %d, want 1", s.Filtered)
+				}
+			}
+			if s.Abandoned != want || s.Unaccounted() != 0 {
+				t.Errorf("after the key function returned: stats %+v, unaccounted %d; want %d abandoned", s, s.Unaccounted(), want)
+			}
+		})
 	}
 }

@@ -62,7 +62,11 @@ type Stats struct {
 	// Retried counts failed write attempts that were scheduled again.
 	Retried int64
 	// Abandoned counts events still unwritten when Shutdown gave up, or
-	// when the grace period of a sink whose watch was stopped ran out.
+	// when the grace period of a sink whose watch was stopped ran out:
+	// those pending or in flight in a sink's engine, and those a sink had
+	// not taken from its queue yet (or was correlating, in a user's key
+	// function, say) when Shutdown stopped waiting for it. So once Shutdown
+	// has returned, Queued, Pending and InFlight are zero.
 	Abandoned int64
 	// Queued counts events accepted by the broadcaster but not yet taken
 	// by the sinks (incoming queue and sink watcher channels).
