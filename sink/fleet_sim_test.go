@@ -3,21 +3,26 @@ package sink
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldk8s/herald/internal/bench/server"
 )
 
 // The fleet simulation: N engines' schedulers (the state machine the real
 // Engine runs under its lock, with its workers) against one simulated API
 // server, on a simulated clock, in one goroutine, so every run with the same
 // seed is the same. The server is down (every request fails, as a 503)
-// during an outage, then accepts at most capacity requests per second
-// (a token bucket of one tenth of a second) and answers the rest 429 with a
-// Retry-After.
+// during an outage, then admits requests through a model of its capacity
+// (internal/bench/server: the first capacity requests of each second, or a
+// token bucket of capacity per second with a tenth of a second of burst,
+// the same models the fleet benchmark serves over HTTP) and answers the
+// rest 429 with the model's Retry-After.
 
 type simConfig struct {
 	engines, workers int
@@ -25,11 +30,14 @@ type simConfig struct {
 	latency          time.Duration // of every request
 	outage           time.Duration // from t=0
 	capacity         float64       // requests/s the server accepts after the outage
-	retryAfter       time.Duration // of its 429s
-	batch            int           // events per engine at t=0 and again at secondAt
-	secondAt         time.Duration
-	end              time.Duration
-	seed             uint64
+	// model makes the server's model of its capacity, from the end of the
+	// outage (nil: server.NewWindow).
+	model    func(start time.Time, capacity float64) server.Model
+	batch    int // events per engine at t=0 and again at secondAt
+	secondAt time.Duration
+	end      time.Duration
+	seed     uint64
+	trace    bool // record a line per second in simResult.trace
 }
 
 type simResult struct {
@@ -42,6 +50,7 @@ type simResult struct {
 	firstBatchStored        time.Duration // after the server's return; -1 if never
 	allStored               time.Duration
 	perSecond               []int
+	trace                   []string
 }
 
 func (r simResult) String() string {
@@ -95,8 +104,11 @@ func simulate(cfg simConfig) simResult {
 	}
 	res := simResult{requestsDown: make([]int, cfg.engines), firstBatchStored: -1, allStored: -1}
 	stored := map[string]bool{}
-	// Server: at most capacity requests accepted per second of the clock.
-	accepted := map[int]int{}
+	mk := cfg.model
+	if mk == nil {
+		mk = func(start time.Time, capacity float64) server.Model { return server.NewWindow(start, int(capacity)) }
+	}
+	srv := mk(t0.Add(cfg.outage), cfg.capacity)
 	firstLeft := cfg.engines * cfg.batch
 	perSecond := make([]int, int(cfg.end/time.Second)+1)
 
@@ -114,12 +126,43 @@ func simulate(cfg simConfig) simResult {
 		add(i, 0, 0)
 		push(simEvent{at: cfg.secondAt, eng: i, wake: true, t: &task{}}) // marker: second batch
 	}
+	var secWrites, secTooMany []int
+	if cfg.trace {
+		secWrites, secTooMany = make([]int, len(perSecond)), make([]int, len(perSecond))
+	}
+	traced := time.Duration(0)
 	for q.Len() > 0 {
 		ev := heap.Pop(&q).(simEvent)
 		if ev.at > cfg.end {
 			break
 		}
 		now := ev.at
+		for cfg.trace && now >= traced+time.Second && traced < 40*time.Second {
+			// The fleet's state at the end of each second.
+			traced += time.Second
+			var rate, tokens float64
+			var down, slow, limitless, pending, held int
+			for _, e := range engines {
+				r := e.s.pace.current(t0.Add(traced))
+				if math.IsInf(r, 1) {
+					limitless++
+				} else {
+					rate += r
+				}
+				tokens += e.s.pace.tokens
+				if e.s.health.down {
+					down++
+				}
+				if e.s.pace.slow {
+					slow++
+				}
+				pending += int(e.s.pendingEvents)
+				held += int(e.s.queued[stHeld])
+			}
+			sec := int(traced/time.Second) - 1
+			res.trace = append(res.trace, fmt.Sprintf("t=%2ds requests %4d writes %4d 429 %4d | at its end: rate sum %6.0f (limitless %3d) tokens %5.0f, down %3d, slow %3d, pending %4d (first batch %4d), held %4d",
+				sec, perSecond[sec], secWrites[sec], secTooMany[sec], rate, limitless, tokens, down, slow, pending, firstLeft, held))
+		}
 		e := engines[ev.eng]
 		switch {
 		case ev.wake && ev.t != nil: // second batch
@@ -142,13 +185,18 @@ func simulate(cfg simConfig) simResult {
 				out = outFailed
 				res.failed++
 			} else {
-				if sec := int(sent / time.Second); float64(accepted[sec]) < cfg.capacity {
-					accepted[sec]++
+				if ok, retryAfter := srv.Admit(t0.Add(sent)); ok {
 					out = outWritten
 					res.writes++
+					if cfg.trace {
+						secWrites[int(sent/time.Second)]++
+					}
 				} else {
-					out, ra, over = outFailed, cfg.retryAfter, true
+					out, ra, over = outFailed, retryAfter, true
 					res.tooMany++
+					if cfg.trace {
+						secTooMany[int(sent/time.Second)]++
+					}
 				}
 			}
 			if out == outWritten {
@@ -204,8 +252,8 @@ func fleetScenario(opts Options) simConfig {
 	return simConfig{
 		engines: 100, workers: DefaultWorkers, opts: opts,
 		latency: 2 * time.Millisecond, outage: 5 * time.Second,
-		capacity: 300, retryAfter: time.Second,
-		batch: 30, secondAt: 15 * time.Second, end: 120 * time.Second,
+		capacity: 300,
+		batch:    30, secondAt: 15 * time.Second, end: 120 * time.Second,
 		seed: 1,
 	}
 }
@@ -223,36 +271,79 @@ func fleetScenario(opts Options) simConfig {
 // first batch within 11.1-11.7 s, a peak of at most 418 requests/s, 0.83
 // writes per request).
 func TestFleetSimulation(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts Options
-	}{
-		{"defaults", Options{}},
-		{"no-write-limit", Options{QPS: -1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 6; seed++ {
-				cfg := fleetScenario(tc.opts)
-				cfg.seed = seed
-				r := simulate(cfg)
-				t.Logf("seed %d: %v", seed, r)
-				t.Logf("requests per second after the outage: %v", r.perSecond[5:30])
-				if r.stored != r.recorded {
-					t.Errorf("stored %d of %d", r.stored, r.recorded)
+	for _, m := range simModels {
+		for _, tc := range []struct {
+			name string
+			opts Options
+		}{
+			{"defaults", Options{}},
+			{"no-write-limit", Options{QPS: -1}},
+		} {
+			t.Run(m.name+"/"+tc.name, func(t *testing.T) {
+				for seed := uint64(1); seed <= fleetSeeds; seed++ {
+					cfg := fleetScenario(tc.opts)
+					cfg.model = m.mk
+					cfg.seed = seed
+					r := simulate(cfg)
+					t.Logf("seed %d: %v", seed, r)
+					t.Logf("requests per second after the outage: %v", r.perSecond[5:30])
+					for _, miss := range fleetTargets(cfg, r) {
+						if m.open[miss.target] {
+							t.Logf("target not met yet on this model (issue 18, item 5): %s", miss.msg)
+							continue
+						}
+						t.Error(miss.msg)
+					}
 				}
-				if r.maxDown > 10 {
-					t.Errorf("an engine sent %d requests during the 5 s outage, want <= 10", r.maxDown)
-				}
-				if ratio := float64(r.writes) / float64(r.requests); ratio < 0.8 {
-					t.Errorf("writes per request %.2f, want >= 0.8", ratio)
-				}
-				if float64(r.peak) > 1.5*cfg.capacity {
-					t.Errorf("peak %d requests/s, want <= %v", r.peak, 1.5*cfg.capacity)
-				}
-				if r.firstBatchStored < 0 || r.firstBatchStored > 12*time.Second {
-					t.Errorf("first batch stored %v after the return, want <= 12s", r.firstBatchStored)
-				}
-			}
-		})
+			})
+		}
 	}
+}
+
+// fleetSeeds is how many seeds TestFleetSimulation runs per case.
+const fleetSeeds = 6
+
+// The fleet targets (issue 13).
+const (
+	targetStored     = "stored"
+	targetDown       = "requests-while-down"
+	targetEfficiency = "writes/request"
+	targetPeak       = "peak"
+	targetFirstBatch = "first-batch"
+)
+
+type fleetMiss struct{ target, msg string }
+
+// fleetTargets returns the fleet targets r misses.
+func fleetTargets(cfg simConfig, r simResult) []fleetMiss {
+	var miss []fleetMiss
+	if r.stored != r.recorded {
+		miss = append(miss, fleetMiss{targetStored, fmt.Sprintf("stored %d of %d", r.stored, r.recorded)})
+	}
+	if r.maxDown > 10 {
+		miss = append(miss, fleetMiss{targetDown, fmt.Sprintf("an engine sent %d requests during the 5 s outage, want <= 10", r.maxDown)})
+	}
+	if ratio := float64(r.writes) / float64(r.requests); ratio < 0.8 {
+		miss = append(miss, fleetMiss{targetEfficiency, fmt.Sprintf("writes per request %.2f, want >= 0.8", ratio)})
+	}
+	if float64(r.peak) > 1.5*cfg.capacity {
+		miss = append(miss, fleetMiss{targetPeak, fmt.Sprintf("peak %d requests/s, want <= %v", r.peak, 1.5*cfg.capacity)})
+	}
+	if r.firstBatchStored < 0 || r.firstBatchStored > 12*time.Second {
+		miss = append(miss, fleetMiss{targetFirstBatch, fmt.Sprintf("first batch stored %v after the return, want <= 12s", r.firstBatchStored)})
+	}
+	return miss
+}
+
+// simModels are the server models the fleet runs against. open names the
+// targets not met yet on a model: TestFleetSimulation logs their misses
+// instead of failing (issue 18, item 5, is open for them).
+var simModels = []struct {
+	name string
+	mk   func(start time.Time, capacity float64) server.Model
+	open map[string]bool
+}{
+	{name: "window", mk: func(start time.Time, capacity float64) server.Model { return server.NewWindow(start, int(capacity)) }},
+	{name: "bucket", mk: func(_ time.Time, capacity float64) server.Model { return server.NewBucket(capacity) },
+		open: map[string]bool{targetPeak: true, targetFirstBatch: true}},
 }
