@@ -23,6 +23,9 @@ import (
 // address of a collected one never finds the old count.
 var counts sync.Map // weak.Pointer[byte] -> *atomic.Int64
 
+// nilCount is the count of recorders without a channel.
+var nilCount atomic.Int64
+
 // key returns the weak pointer to ch's runtime object (a channel value is a
 // pointer to it), and that object, to attach a cleanup to.
 func key(ch chan string) (weak.Pointer[byte], *byte) {
@@ -36,6 +39,14 @@ func key(ch chan string) (weak.Pointer[byte], *byte) {
 func Counter(own *atomic.Int64, ch chan string, create bool) *atomic.Int64 {
 	if own != nil {
 		return own
+	}
+	if ch == nil {
+		// No channel to key on (the callers count such recorders
+		// elsewhere): one shared count, made on demand.
+		if create {
+			return &nilCount
+		}
+		return nil
 	}
 	k, p := key(ch)
 	if v, ok := counts.Load(k); ok {

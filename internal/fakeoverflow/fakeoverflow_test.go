@@ -68,3 +68,12 @@ func TestCountReleasedWithItsChannel(t *testing.T) {
 	}
 	runtime.KeepAlive(kept)
 }
+
+func TestNilChannel(t *testing.T) {
+	if Counter(nil, nil, false) != nil {
+		t.Fatal("a count for a nil channel before an overflow")
+	}
+	if c := Counter(nil, nil, true); c == nil || c != Counter(nil, nil, true) {
+		t.Fatal("no shared count for recorders without a channel")
+	}
+}
