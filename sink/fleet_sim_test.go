@@ -266,10 +266,15 @@ func fleetScenario(opts Options) simConfig {
 // the one before load shedding (every 429 paused the whole engine) stored
 // the first batch 19.5-21 s after the return.
 //
-// Bounds asserted, for six seeds, at the defaults and with no write limit:
-// issue 13's targets (reached with this engine over twenty seeds each: the
-// first batch within 11.1-11.7 s, a peak of at most 418 requests/s, 0.83
-// writes per request).
+// Bounds asserted, for six seeds, at the defaults and with no write limit,
+// against each server model (simModels): issue 13's targets. On the
+// per-second window this engine stores the first batch 10.7-11.3 s after
+// the return, peaks at 401-418 requests/s and writes 0.82 per request. On
+// the token bucket it stores everything and writes 0.80 per request, but
+// peaks at 559-614 requests/s (1.9-2.0x) and stores the first batch
+// 11.4-12.5 s after the return: those two targets are open there (issue 18,
+// item 5), logged rather than failed. go test -run TestFleetTrace
+// -fleet.trace shows why, second by second.
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
 		for _, tc := range []struct {
