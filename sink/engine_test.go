@@ -452,11 +452,12 @@ func TestAccountingIdentity(t *testing.T) {
 				h.eng.Add(k, event(k, counts[k]), p)
 				added++
 			}
-			// Let retries run out by stepping the fake clock.
-			deadline := time.Now().Add(10 * time.Second)
+			// Let retries run out by stepping the fake clock: every event
+			// ends written or dropped, none is left waiting.
+			deadline := time.Now().Add(30 * time.Second)
 			for s := h.eng.Stats(); s.Pending+s.InFlight > 0; s = h.eng.Stats() {
 				if time.Now().After(deadline) {
-					break
+					t.Fatalf("events still waiting after their retries should have run out: %+v", s)
 				}
 				h.clock.Step(time.Millisecond)
 				time.Sleep(100 * time.Microsecond)
