@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all test vet unit integration bench fuzz demo demo-events apiserver
+.PHONY: all test vet unit integration bench fuzz demo demo-events apiserver api
 
 all: test
 
@@ -31,6 +31,14 @@ vet:
 	$(STATICCHECK) ./...
 	cd controllerruntime && $(STATICCHECK) ./...
 	cd monitoring && $(GO) vet -mod=mod ./...
+	$(GO) run ./internal/cmd/apilisting -check api/herald.txt $(API_MODULES)
+
+## api: rewrite api/herald.txt, the listing of the public API (one line per
+## exported name, as Go's api/*.txt files) that `make vet` checks, so that
+## every change of the surface shows in review.
+API_MODULES = . controllerruntime
+api:
+	$(GO) run ./internal/cmd/apilisting -o api/herald.txt $(API_MODULES)
 
 ## unit: tests that need no API server.
 unit:
