@@ -204,14 +204,28 @@ func TestAdapterShutdownFlushesBoth(t *testing.T) {
 	checkIdentity(t, f.LegacyStats())
 }
 
+// The end of the adapter's context shuts it down: what is recorded after it
+// is counted as dropped after shutdown (and TestMain's goleak finds no
+// goroutine of it left).
 func TestAdapterContextEndShutsDown(t *testing.T) {
 	cs := fake.NewClientset()
 	servesEventsV1(cs)
 	ctx, cancel := context.WithCancel(context.Background())
 	a := events.NewEventBroadcasterAdapterWithContext(ctx, cs)
 	a.StartRecordingToSink(nil)
+	r := a.NewRecorder("example.com/ctl")
 	cancel()
+	f := a.(flusher)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Stats().Dropped.AfterShutdown == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the adapter still records after its context ended: %+v", f.Stats())
+		}
+		r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+		time.Sleep(time.Millisecond) // polling a condition
+	}
 	a.Shutdown()
+	checkIdentity(t, f.Stats())
 }
 
 // The adapter's discovery logs through the logger its options give
