@@ -39,19 +39,21 @@
 //
 //	signal                                            whose      what happens
 //	------------------------------------------------  ---------  ------------------------------------------
-//	transport error, client timeout, unknown error    server     every key waits behind one probe
+//	transport error, client timeout, 503, 504, an     server     every key waits behind one probe
+//	  error the engine cannot read, with nothing
+//	  answered since it was sent
 //	the probe fails                                   server     the probe's backoff grows
-//	5xx, or 429 without Retry-After, while another    the key    the key backs off alone (BaseDelay·2^n up
-//	  write was answered since it was sent, or in a   (and its     to MaxDelay, or the Retry-After), charged
-//	  namespace seen failing while others are         namespace)   a try, dropped after MaxTries as
-//	  answered                                                     retries_exhausted; nobody else waits and
-//	                                                               the rate is not cut
+//	any failure but a 429 with Retry-After, while     the key    the key backs off alone (BaseDelay·2^n up
+//	  another write was answered since it was sent    (and its     to MaxDelay, or the Retry-After), charged
+//	  or since the key last failed, or in a           namespace)   a try, dropped after MaxTries as
+//	  namespace seen failing while others are                      retries_exhausted; nobody else waits and
+//	  answered                                                     the rate is not cut
 //	5xx, or 429 without Retry-After, of a second      server     every key waits behind one probe; the
 //	  distinct key with no answer in between (of a                 tries charged to the first are refunded
 //	  second namespace, or of the only namespace
 //	  with writes ready)
-//	the first such failure, with no evidence yet      the key    as for the key, until a second key says
-//	                                                               otherwise
+//	the first 5xx or 429 without Retry-After, with    the key    as for the key, until a second key says
+//	  no evidence yet                                              otherwise
 //	429 with Retry-After while another write was      shedding   the rate is cut (once per Retry-After),
 //	  answered within the Retry-After (at least 1 s)               the key is held for the Retry-After (it
 //	                                                               goes earlier if it is the oldest
