@@ -44,11 +44,12 @@ const (
 // BroadcasterOption configures a broadcaster made by NewBroadcaster. Like
 // client-go's, it is a function type.
 //
-// One rule holds for every numeric option: zero means the default; an
-// invalid value (negative where not documented otherwise, above the
-// option's limit, NaN) also means the default, and NewBroadcaster logs one
-// error naming the option. No option value makes NewBroadcaster panic or a
-// sink be refused.
+// For the numeric options, zero means the default, with two exceptions
+// that keep client-go's meaning: WithSleepDuration(0) means no wait, and
+// WithWriteLimit's negative qps turns the limit off. An invalid value
+// (negative where not documented otherwise, above the option's limit, NaN)
+// means the default, and NewBroadcaster logs one error naming the option.
+// No option value makes NewBroadcaster panic or a sink be refused.
 type BroadcasterOption func(*config)
 
 type config struct {
@@ -93,9 +94,9 @@ func WithContext(ctx context.Context) BroadcasterOption {
 }
 
 // WithSleepDuration sets the longest wait between two probes while the API
-// server is seen down, and the longest Retry-After honoured (client-go's
-// option; there it was the fixed wait between tries of one event). Default
-// 2 s. Zero (or a negative duration) means no wait: a failed write is tried
+// server is seen down, between two tries of an event whose own writes fail,
+// and the longest Retry-After honoured (client-go's option; there it was the
+// fixed wait between tries of one event). Default 2 s. Zero (or a negative duration) means no wait: a failed write is tried
 // again at once, as client-go does with a zero sleep.
 func WithSleepDuration(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.sleepDuration, c.sleepSet = d, true }
@@ -166,8 +167,9 @@ func WithRequestTimeout(d time.Duration) BroadcasterOption {
 }
 
 // WithRetryBackoff sets the first delay before a probe after the API server
-// was seen failing; it doubles with each failed probe up to the sleep
-// duration. Default 500 ms.
+// was seen failing, and before the second try of an event whose own write
+// failed; it doubles with each failure up to the sleep duration. Default
+// 500 ms.
 func WithRetryBackoff(d time.Duration) BroadcasterOption {
 	return func(c *config) { c.engine.BaseDelay = d }
 }
