@@ -42,7 +42,7 @@ api:
 
 ## unit: tests that need no API server.
 unit:
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /internal/integration | grep -v /examples)
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /internal/testing/integration | grep -v /examples)
 
 ## fuzz: a short run of every fuzz target.
 FUZZTIME ?= 10s

@@ -10,10 +10,10 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/heraldk8s/herald/internal/testenv"
+	"github.com/heraldk8s/herald/internal/testing/testenv"
 )
 
-// env is the package's kube-apiserver (herald's internal/testenv), started
+// env is the package's kube-apiserver (herald's internal/testing/testenv), started
 // once by TestMain.
 var env *testenv.Env
 

@@ -1,14 +1,14 @@
-# apiserver.mk: builds the kube-apiserver that internal/testenv runs.
+# apiserver.mk: builds the kube-apiserver that internal/testing/testenv runs.
 #
 # Included by the root Makefile. `make apiserver` builds
 # $(CURDIR)/bin/kube-apiserver from the separate module in
-# internal/testenv/kube-apiserver (embedded etcd + k8s.io/kubernetes'
+# internal/testing/testenv/kube-apiserver (embedded etcd + k8s.io/kubernetes'
 # kube-apiserver). It needs only Go: go build downloads the modules. The first
 # build takes about 9 minutes on a 2-core machine; later ones rebuild only when
 # a file of that module changes, and are quick thanks to Go's build cache.
 # Set HERALD_KUBE_APISERVER to run another binary instead.
 
-APISERVER_DIR := $(CURDIR)/internal/testenv/kube-apiserver
+APISERVER_DIR := $(CURDIR)/internal/testing/testenv/kube-apiserver
 APISERVER_BIN := $(CURDIR)/bin/kube-apiserver
 APISERVER_SRC := $(APISERVER_DIR)/go.mod $(APISERVER_DIR)/go.sum $(wildcard $(APISERVER_DIR)/*.go)
 

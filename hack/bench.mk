@@ -1,16 +1,16 @@
 ## bench: herald and client-go v0.37.2's tools/record side by side on the
 ## same scenarios (sub-benchmarks .../impl=herald and .../impl=client-go, in
 ## the same `go test` process): Eventf cost (record), correlator
-## (correlator), delivery scenarios (internal/bench), herald's events
-## package beside client-go's tools/events (internal/bench, Events*:
+## (correlator), delivery scenarios (internal/testing/bench), herald's events
+## package beside client-go's tools/events (internal/testing/bench, Events*:
 ## Eventf cost, a crash-loop storm, shutdown, goroutines), and the scenarios that
-## need a server (internal/bench/server: a real kube-apiserver restarted; a
+## need a server (internal/testing/bench/server: a real kube-apiserver restarted; a
 ## hundred controllers against one loopback Events API with an outage and a
 ## capacity, once per server model: a per-second window and a token bucket;
 ## and 25 controllers against the real kube-apiserver with priority and
 ## fairness set to one seat, figures printed only; `apiserver` is built
 ## first). The raw output goes to
-## $(BENCH_OUT), then internal/bench/cmd/benchtable prints a markdown table of
+## $(BENCH_OUT), then internal/cmd/benchtable prints a markdown table of
 ## the ratios herald / client-go and of herald's targets. A few minutes on a
 ## 2-core machine. BENCH_STRICT=1 fails the target when a herald target is
 ## missed.
@@ -26,12 +26,12 @@ bench: apiserver
 	{ status=0; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventf' -benchmem -benchtime $(BENCH_MICRO_TIME) ./record || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./correlator || status=1; \
-	  $(GO) test -run '^$$' -bench '^BenchmarkEventsEventf$$' -benchmem -benchtime $(BENCH_MICRO_TIME) ./internal/bench || status=1; \
-	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory|EventsStorm|EventsShutdown|EventsBurstGoroutines)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/bench || status=1; \
-	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/bench/server || status=1; \
+	  $(GO) test -run '^$$' -bench '^BenchmarkEventsEventf$$' -benchmem -benchtime $(BENCH_MICRO_TIME) ./internal/testing/bench || status=1; \
+	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory|EventsStorm|EventsShutdown|EventsBurstGoroutines)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/testing/bench || status=1; \
+	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/testing/bench/server || status=1; \
 	  (cd controllerruntime && $(GO) test -run '^$$' -bench '^BenchmarkManagerShutdown$$' -benchtime $(BENCH_SCENARIO_TIME) -timeout 10m .) || status=1; \
 	  exit $$status; \
 	} 2>&1 | tee $(BENCH_OUT); status=$$?; \
 	echo; \
-	$(GO) run ./internal/bench/cmd/benchtable $(if $(BENCH_STRICT),-strict) < $(BENCH_OUT) || status=$$?; \
+	$(GO) run ./internal/cmd/benchtable $(if $(BENCH_STRICT),-strict) < $(BENCH_OUT) || status=$$?; \
 	exit $$status

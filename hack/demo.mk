@@ -2,8 +2,8 @@
 #
 # Included by the root Makefile. It builds the kube-apiserver if needed
 # (the `apiserver` target, ~9 minutes the first time), builds the demo
-# program (internal/demo, which runs examples/controller in-process), and
-# runs it: a local API server from internal/testenv, or the cluster of
+# program (internal/cmd/demo, which runs examples/controller in-process), and
+# runs it: a local API server from internal/testing/testenv, or the cluster of
 # $KUBECONFIG when that is set. DEMO_ARGS passes flags, for example
 # `make demo DEMO_ARGS=-duration=10s` (see `bin/herald-demo -h`).
 #
@@ -15,13 +15,13 @@ DEMO_BIN := $(CURDIR)/bin/herald-demo
 
 .PHONY: demo demo-events
 demo: apiserver
-	@echo "==> Building the demo (internal/demo, examples/controller)"
+	@echo "==> Building the demo (internal/cmd/demo, examples/controller)"
 	@mkdir -p $(dir $(DEMO_BIN))
-	@$(GO) build -o $(DEMO_BIN) ./internal/demo
+	@$(GO) build -o $(DEMO_BIN) ./internal/cmd/demo
 	@$(DEMO_BIN) $(DEMO_ARGS)
 
 demo-events: apiserver
-	@echo "==> Building the demo (internal/demo)"
+	@echo "==> Building the demo (internal/cmd/demo)"
 	@mkdir -p $(dir $(DEMO_BIN))
-	@$(GO) build -o $(DEMO_BIN) ./internal/demo
+	@$(GO) build -o $(DEMO_BIN) ./internal/cmd/demo
 	@$(DEMO_BIN) -events $(DEMO_ARGS)

@@ -37,7 +37,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldk8s/herald/internal/compat/assert"
+	"github.com/heraldk8s/herald/internal/testing/compat/assert"
 	"go.uber.org/goleak"
 
 	v1 "k8s.io/api/core/v1"

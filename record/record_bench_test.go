@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	clientrecord "k8s.io/client-go/tools/record"
 
-	"github.com/heraldk8s/herald/internal/bench"
+	"github.com/heraldk8s/herald/internal/testing/bench"
 	"github.com/heraldk8s/herald/record"
 )
 

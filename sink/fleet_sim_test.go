@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/heraldk8s/herald/internal/bench/server"
+	"github.com/heraldk8s/herald/internal/testing/bench/server"
 )
 
 // The fleet simulation: N engines' schedulers (the state machine the real
@@ -19,7 +19,7 @@ import (
 // server, on a simulated clock, in one goroutine, so every run with the same
 // seed is the same. The server is down (every request fails, as a 503)
 // during an outage, then admits requests through a model of its capacity
-// (internal/bench/server: the first capacity requests of each second, or a
+// (internal/testing/bench/server: the first capacity requests of each second, or a
 // token bucket of capacity per second with a tenth of a second of burst,
 // the same models the fleet benchmark serves over HTTP) and answers the
 // rest 429 with the model's Retry-After.

@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldk8s/herald/internal/compat/assert"
+	"github.com/heraldk8s/herald/internal/testing/compat/assert"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"

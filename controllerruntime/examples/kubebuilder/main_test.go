@@ -1,7 +1,7 @@
 package main
 
 // The example's tests build the program, run it against a real
-// kube-apiserver (herald's internal/testenv) with an admin kubeconfig, and
+// kube-apiserver (herald's internal/testing/testenv) with an admin kubeconfig, and
 // check what the API server holds.
 
 import (
@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heraldk8s/herald/internal/testenv"
+	"github.com/heraldk8s/herald/internal/testing/testenv"
 )
 
 var (

@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldk8s/herald/internal/testing/bench/server"
+)
+
+// eventsAPI is a loopback HTTP server that speaks the part of the core/v1
+// Events API that recorders use (POST an event, PATCH its count, message
+// and lastTimestamp), with a capacity and an outage, and counts what it is
+// asked:
+//
+//   - from its start until downUntil, every request is answered 503 with a
+//     Status body (an API server that is not ready);
+//   - after that it admits requests through model (a per-second window or a
+//     token bucket, see model.go) and answers the rest 429 TooManyRequests
+//     with the model's Retry-After, as API Priority and Fairness does when
+//     it sheds load.
+type eventsAPI struct {
+	start     time.Time
+	downUntil time.Time
+	model     server.Model
+
+	mu        sync.Mutex
+	events    map[string]*v1.Event // namespace/name
+	perSecond map[int]int          // requests by second since start
+	requests  int
+	down      int // requests answered during the outage
+	tooMany   int
+	writes    int // requests that stored something
+	// stored is called with each newly stored event (under mu).
+	stored func(ev *v1.Event, at time.Time)
+}
+
+func newEventsAPI(start time.Time, outage time.Duration, model server.Model) *eventsAPI {
+	return &eventsAPI{
+		start: start, downUntil: start.Add(outage), model: model,
+		events: map[string]*v1.Event{}, perSecond: map[int]int{},
+	}
+}
+
+func status(w http.ResponseWriter, code int, reason, msg string, retryAfter int) {
+	w.Header().Set("Content-Type", "application/json")
+	details := ""
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(retryAfter))
+		details = fmt.Sprintf(`,"details":{"retryAfterSeconds":%d}`, retryAfter)
+	}
+	w.WriteHeader(code)
+	fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%q,"reason":%q,"code":%d%s}`, msg, reason, code, details)
+}
+
+func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	now := time.Now()
+	sec := int(now.Sub(s.start) / time.Second)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests++
+	s.perSecond[sec]++
+	if now.Before(s.downUntil) {
+		s.down++
+		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is not ready", 0)
+		return
+	}
+	if ok, retryAfter := s.model.Admit(now); !ok {
+		s.tooMany++
+		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", int(math.Ceil(retryAfter.Seconds())))
+		return
+	}
+	// /api/v1/namespaces/{ns}/events[/{name}]
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) < 5 || parts[0] != "api" || parts[2] != "namespaces" || parts[4] != "events" {
+		status(w, http.StatusNotFound, "NotFound", "no such path "+r.URL.Path, 0)
+		return
+	}
+	ns := parts[3]
+	switch {
+	case r.Method == http.MethodPost && len(parts) == 5:
+		ev := &v1.Event{}
+		if err := json.Unmarshal(body, ev); err != nil {
+			status(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+			return
+		}
+		key := ns + "/" + ev.Name
+		if _, ok := s.events[key]; ok {
+			status(w, http.StatusConflict, "AlreadyExists", "events "+ev.Name+" already exists", 0)
+			return
+		}
+		ev.Namespace = ns
+		ev.ResourceVersion = fmt.Sprint(s.requests)
+		s.events[key] = ev
+		s.writes++
+		if s.stored != nil {
+			s.stored(ev, now)
+		}
+		reply(w, http.StatusCreated, ev)
+	case r.Method == http.MethodPatch && len(parts) == 6:
+		ev, ok := s.events[ns+"/"+parts[5]]
+		if !ok {
+			status(w, http.StatusNotFound, "NotFound", "events "+parts[5]+" not found", 0)
+			return
+		}
+		var p struct {
+			Count         *int32       `json:"count"`
+			Message       *string      `json:"message"`
+			LastTimestamp *metav1.Time `json:"lastTimestamp"`
+		}
+		if err := json.Unmarshal(body, &p); err != nil {
+			status(w, http.StatusBadRequest, "BadRequest", err.Error(), 0)
+			return
+		}
+		if p.Count != nil {
+			ev.Count = *p.Count
+		}
+		if p.Message != nil {
+			ev.Message = *p.Message
+		}
+		if p.LastTimestamp != nil {
+			ev.LastTimestamp = *p.LastTimestamp
+		}
+		ev.ResourceVersion = fmt.Sprint(s.requests)
+		s.writes++
+		reply(w, http.StatusOK, ev)
+	default:
+		status(w, http.StatusMethodNotAllowed, "MethodNotAllowed", r.Method+" "+r.URL.Path, 0)
+	}
+}
+
+func reply(w http.ResponseWriter, code int, ev *v1.Event) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(ev)
+}

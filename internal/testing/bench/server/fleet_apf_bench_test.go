@@ -1,0 +1,342 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/testing/faultproxy"
+	"github.com/heraldk8s/herald/internal/testing/testenv"
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// The fleet scenario against the real kube-apiserver (internal/testing/testenv)
+// whose capacity is set by API Priority and Fairness: the event writers'
+// user is matched by a FlowSchema to a priority level of apfShares
+// nominal shares (one seat with these in-flight limits) that queues a few
+// requests and rejects (429) the rest. An internal/testing/faultproxy in front of it
+// answers 503 during the outage. As many controllers as this machine
+// carries beside the server (apfControllers), each with its own clientset
+// and broadcaster. No targets: the figures are printed.
+const (
+	apfControllers = 25
+	apfShares      = 1
+)
+
+var apfArgs = []string{
+	"--enable-priority-and-fairness=true",
+	"--max-requests-inflight=10",
+	"--max-mutating-requests-inflight=5",
+}
+
+func BenchmarkFleetAPF(b *testing.B) {
+	if _, err := testenv.BinaryPath(); err != nil {
+		b.Fatalf("%v (run `make apiserver`)", err)
+	}
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Stop()
+	if err := configureAPF(ctx, env); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range fleetCases {
+		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
+			b.Logf("benchnote: FleetAPF/%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in %d queues and rejecting (429) the rest; %d controllers, each with its own clientset (QPS 20/Burst 30) through a proxy that answers 503 for %v, record %d events each at the start of the outage, %d more each %v after its return. %s. Counted at each client's transport; no targets (the capacity is the server's). s-to-first-batch: from the return until the first %d are stored (%v: never).",
+				c.scenario, strings.Join(apfArgs, " "), apfShares, apfQueueLength, apfQueues, apfControllers, fleetOutage, fleetBatch, fleetBatch, fleetSecond, c.note, apfControllers*fleetBatch, fleetMax)
+			var sums fleetResult
+			for range b.N {
+				sums.add(runFleetAPF(b, env, c.impl, c.herald))
+			}
+			sums.report(b, b.N)
+		})
+	}
+}
+
+const (
+	apfQueues      = 4
+	apfQueueLength = 5
+)
+
+// configureAPF puts the restricted user's requests in a priority level of
+// its own and waits until the server applies it (a burst of raw requests
+// sees a 429).
+func configureAPF(ctx context.Context, env *testenv.Env) error {
+	admin, err := kubernetes.NewForConfig(env.Admin)
+	if err != nil {
+		return err
+	}
+	shares := int32(apfShares)
+	_, err = admin.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "herald-fleet-bench"},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: &shares,
+				LimitResponse: flowcontrolv1.LimitResponse{
+					Type:    flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: apfQueues, HandSize: 2, QueueLengthLimit: apfQueueLength},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = admin.FlowcontrolV1().FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "herald-fleet-bench"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "herald-fleet-bench"},
+			MatchingPrecedence:         100,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: env.RestrictedUser}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"},
+				}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	restricted, err := kubernetes.NewForConfig(env.Restricted)
+	if err != nil {
+		return err
+	}
+	ns := env.RestrictedNamespace
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; ; i++ {
+		var seen atomic.Bool
+		var wg sync.WaitGroup
+		for k := range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("apf-probe-%d-%d", i, k), Namespace: ns},
+					InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "probe"}, Reason: "Probe", Type: v1.EventTypeNormal}
+				err := restricted.CoreV1().RESTClient().Post().Namespace(ns).Resource("events").Body(ev).MaxRetries(0).Do(ctx).Error()
+				var se *apierrors.StatusError
+				if errors.As(err, &se) && se.ErrStatus.Code == http.StatusTooManyRequests {
+					seen.Store(true)
+				}
+			}()
+		}
+		wg.Wait()
+		if seen.Load() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the server never answered 429: APF configuration not applied")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// fleetCounter counts what the clients of one run send and are answered,
+// at their transports.
+type fleetCounter struct {
+	start, returned time.Time
+
+	mu        sync.Mutex
+	perSecond map[int]int
+	down      map[string]int // by controller
+	requests  int
+	tooMany   int
+	writes    int // answered 2xx
+	stored    int // creates answered 201
+	firstLeft int
+	firstAt   time.Time
+	allLeft   int
+	allAt     time.Time
+	downTotal int
+}
+
+type countingTransport struct {
+	rt   http.RoundTripper
+	name string
+	c    *fleetCounter
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	first := false
+	if r.Method == http.MethodPost && r.GetBody != nil {
+		if body, err := r.GetBody(); err == nil {
+			data, _ := io.ReadAll(body)
+			_ = body.Close()
+			first = bytes.Contains(data, []byte("-first-"))
+		}
+	}
+	sent := time.Now()
+	resp, err := t.rt.RoundTrip(r)
+	now := time.Now()
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	c.perSecond[int(sent.Sub(c.start)/time.Second)]++
+	if sent.Before(c.returned) {
+		c.down[t.name]++
+		c.downTotal++
+	}
+	if err != nil {
+		return resp, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		c.tooMany++
+	case resp.StatusCode/100 == 2:
+		c.writes++
+		if r.Method == http.MethodPost && resp.StatusCode == http.StatusCreated {
+			c.stored++
+			c.allLeft--
+			if c.allLeft == 0 {
+				c.allAt = now
+			}
+			if first {
+				c.firstLeft--
+				if c.firstLeft == 0 {
+					c.firstAt = now
+				}
+			}
+		}
+	}
+	return resp, err
+}
+
+func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.BroadcasterOption) fleetResult {
+	b.Helper()
+	proxy, err := faultproxy.New(env.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.FailWith(http.StatusServiceUnavailable, 0, -1)
+	start := time.Now()
+	returned := start.Add(fleetOutage)
+	cnt := &fleetCounter{start: start, returned: returned, perSecond: map[int]int{}, down: map[string]int{},
+		firstLeft: apfControllers * fleetBatch, allLeft: 2 * apfControllers * fleetBatch}
+	ns := env.RestrictedNamespace
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	controllers := make([]*fleetController, apfControllers)
+	for i := range controllers {
+		c := &fleetController{name: fmt.Sprintf("ctrl-%d", i)}
+		cfg := proxy.Config(env.Restricted)
+		cfg.QPS, cfg.Burst, cfg.UserAgent = 20, 30, c.name
+		name := c.name
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, name: name, c: cnt} }
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := v1.EventSource{Component: c.name}
+		if impl == "herald" {
+			c.herald = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(discard)}, opts...)...)
+			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
+		} else {
+			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
+			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
+		}
+		controllers[i] = c
+	}
+	run := fmt.Sprintf("%d", start.UnixNano()%1e9)
+	recordBatch := func(which string) {
+		for i, c := range controllers {
+			for k := range fleetBatch {
+				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%s-c%d-%s-%d", run, i, which, k), UID: "u"}}
+				if c.heraldR != nil {
+					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
+				} else {
+					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
+				}
+			}
+		}
+	}
+	recordBatch("first")
+	time.Sleep(time.Until(returned))
+	proxy.ClearFaults()
+	time.Sleep(time.Until(returned.Add(fleetSecond)))
+	recordBatch("second")
+
+	// Observe until everything is stored, or nothing has been for 3 s, or
+	// fleetMax after the return.
+	deadline := returned.Add(fleetMax)
+	last, lastChange := -1, time.Now()
+	for time.Now().Before(deadline) {
+		cnt.mu.Lock()
+		left := cnt.allLeft
+		cnt.mu.Unlock()
+		if left <= 0 {
+			break
+		}
+		if left != last {
+			last, lastChange = left, time.Now()
+		} else if time.Since(lastChange) > 3*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var dropped int64
+	for _, c := range controllers {
+		if c.herald != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.herald.ShutdownWithContext(sctx)
+			scancel()
+			s := c.herald.Stats()
+			dropped += s.Dropped.Total() + s.Abandoned
+		} else {
+			c.client.Shutdown()
+		}
+	}
+	cancel()
+
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	r := fleetResult{
+		recorded: 2 * apfControllers * fleetBatch,
+		stored:   float64(cnt.stored),
+		requests: float64(cnt.requests), writes: float64(cnt.writes),
+		requestsDown: float64(cnt.downTotal), tooMany: float64(cnt.tooMany),
+		peak: float64(peakFrom(cnt.perSecond, int(fleetOutage/time.Second))),
+	}
+	r.lost = r.recorded - r.stored
+	if impl == "herald" {
+		r.lost -= float64(dropped)
+	}
+	for _, n := range cnt.down {
+		r.maxDownPerController = max(r.maxDownPerController, float64(n))
+	}
+	r.firstBatch, r.all = fleetMax.Seconds(), fleetMax.Seconds()
+	if !cnt.firstAt.IsZero() {
+		r.firstBatch = cnt.firstAt.Sub(returned).Seconds()
+	}
+	if !cnt.allAt.IsZero() {
+		r.all = cnt.allAt.Sub(returned).Seconds()
+	}
+	return r
+}

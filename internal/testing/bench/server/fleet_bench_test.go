@@ -1,0 +1,254 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/testing/bench/server"
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// The fleet scenario of issue 13, with real concurrency: controllers
+// independent controllers, each with its own clientset (QPS 20, Burst 30)
+// and its own broadcaster, record batch Warning events each on distinct
+// objects while the API server answers 503 for fleetOutage; it then comes
+// back with a capacity of fleetCapacity requests/s, counted by one of the
+// server models of model.go (429 Retry-After 1 above it); fleetSecond after
+// its return each records batch more.
+const (
+	fleetControllers = 100
+	fleetBatch       = 30
+	fleetOutage      = 5 * time.Second
+	fleetCapacity    = 300
+	fleetSecond      = 10 * time.Second
+	fleetMax         = 60 * time.Second // observation, at most, after the return
+)
+
+// fleetModels are the loopback server's models of its capacity.
+var fleetModels = []struct {
+	name string
+	mk   func(start time.Time) server.Model
+}{
+	{"window", func(start time.Time) server.Model { return server.NewWindow(start, fleetCapacity) }},
+	{"bucket", func(time.Time) server.Model { return server.NewBucket(fleetCapacity) }},
+}
+
+// fleetCases are the implementations and settings each server runs.
+var fleetCases = []struct {
+	scenario, impl string
+	herald         []record.BroadcasterOption
+	note           string
+}{
+	{scenario: "defaults", impl: "herald", note: "herald's defaults (write limit 50/s, burst 100, 4 workers)"},
+	{scenario: "defaults", impl: "client-go", note: "client-go's defaults"},
+	{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald with record.WithWriteLimit(-1, 0)"},
+}
+
+func BenchmarkFleet(b *testing.B) {
+	for _, m := range fleetModels {
+		for _, c := range fleetCases {
+			b.Run(m.name+"/"+c.scenario+"/impl="+c.impl, func(b *testing.B) {
+				b.Logf("benchnote: Fleet/%s/%s: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s (%v); %d more each %v after its return. %s. s-to-first-batch: from the return until the first %d are stored (%v: never).",
+					m.name, c.scenario, fleetControllers, fleetBatch, fleetOutage, fleetCapacity, m.mk(time.Now()), fleetBatch, fleetSecond, c.note, fleetControllers*fleetBatch, fleetMax)
+				var sums fleetResult
+				for range b.N {
+					sums.add(runFleet(b, m.mk, c.impl, c.herald))
+				}
+				sums.report(b, b.N)
+			})
+		}
+	}
+}
+
+type fleetResult struct {
+	recorded, stored, lost, requestsDown, maxDownPerController, peak, tooMany, requests, writes float64
+	firstBatch, all                                                                             float64 // seconds after the return; fleetMax if never
+}
+
+func (r *fleetResult) add(o fleetResult) {
+	r.recorded += o.recorded
+	r.stored += o.stored
+	r.lost += o.lost
+	r.requestsDown += o.requestsDown
+	r.maxDownPerController += o.maxDownPerController
+	r.peak += o.peak
+	r.tooMany += o.tooMany
+	r.requests += o.requests
+	r.writes += o.writes
+	r.firstBatch += o.firstBatch
+	r.all += o.all
+}
+
+func (r fleetResult) report(b *testing.B, n int) {
+	f := float64(n)
+	b.ReportMetric(r.recorded/f, "recorded")
+	b.ReportMetric(r.stored/f, "stored")
+	b.ReportMetric(r.lost/f, "lost")
+	b.ReportMetric(r.requestsDown/f, "requests-while-down")
+	b.ReportMetric(r.maxDownPerController/f, "max-requests-down-per-controller")
+	b.ReportMetric(r.peak/f, "peak-requests/s")
+	b.ReportMetric(r.tooMany/f, "answered-429")
+	b.ReportMetric(r.writes/max(r.requests, 1), "writes/request")
+	b.ReportMetric(r.firstBatch/f, "s-to-first-batch")
+	b.ReportMetric(r.all/f, "s-to-all")
+}
+
+type fleetController struct {
+	name    string
+	herald  record.EventBroadcaster
+	client  clientrecord.EventBroadcaster
+	heraldR record.EventRecorder
+	clientR clientrecord.EventRecorder
+}
+
+func runFleet(b *testing.B, model func(start time.Time) server.Model, impl string, opts []record.BroadcasterOption) fleetResult {
+	b.Helper()
+	start := time.Now()
+	api := newEventsAPI(start, fleetOutage, model(start))
+	returned := start.Add(fleetOutage)
+	var mu sync.Mutex
+	var firstLeft, allLeft = fleetControllers * fleetBatch, 2 * fleetControllers * fleetBatch
+	var firstAt, allAt time.Time
+	downBy := map[string]int{}
+	api.stored = func(ev *v1.Event, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		allLeft--
+		if strings.Contains(ev.InvolvedObject.Name, "-first-") {
+			firstLeft--
+			if firstLeft == 0 {
+				firstAt = at
+			}
+		}
+		if allLeft == 0 {
+			allAt = at
+		}
+	}
+	srv := httptest.NewUnstartedServer(api)
+	srv.Config.Handler = countDown(api, downBy)
+	srv.Start()
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	controllers := make([]*fleetController, fleetControllers)
+	for i := range controllers {
+		c := &fleetController{name: fmt.Sprintf("ctrl-%d", i)}
+		cfg := &rest.Config{Host: srv.URL, QPS: 20, Burst: 30, UserAgent: c.name}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := v1.EventSource{Component: c.name}
+		if impl == "herald" {
+			c.herald = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(discard)}, opts...)...)
+			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
+		} else {
+			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
+			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
+		}
+		controllers[i] = c
+	}
+	recordBatch := func(which string) {
+		for i, c := range controllers {
+			for k := range fleetBatch {
+				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: fmt.Sprintf("c%d-%s-%d", i, which, k), UID: "u"}}
+				if c.heraldR != nil {
+					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
+				} else {
+					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
+				}
+			}
+		}
+	}
+	recordBatch("first")
+	time.Sleep(time.Until(returned.Add(fleetSecond)))
+	recordBatch("second")
+
+	// Observe until everything is stored, or nothing has been for 3 s, or
+	// fleetMax after the return.
+	deadline := returned.Add(fleetMax)
+	last, lastChange := -1, time.Now()
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		left := allLeft
+		mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if left != last {
+			last, lastChange = left, time.Now()
+		} else if time.Since(lastChange) > 3*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var dropped int64
+	for _, c := range controllers {
+		if c.herald != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.herald.ShutdownWithContext(sctx)
+			scancel()
+			s := c.herald.Stats()
+			dropped += s.Dropped.Total() + s.Abandoned
+		} else {
+			c.client.Shutdown()
+		}
+	}
+	cancel()
+
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	r := fleetResult{
+		recorded: 2 * fleetControllers * fleetBatch,
+		stored:   float64(len(api.events)),
+		requests: float64(api.requests), writes: float64(api.writes),
+		requestsDown: float64(api.down), tooMany: float64(api.tooMany),
+		peak: float64(peakFrom(api.perSecond, int(fleetOutage/time.Second))),
+	}
+	if impl == "herald" {
+		r.lost = r.recorded - r.stored - float64(dropped)
+	} else {
+		r.lost = r.recorded - r.stored // client-go's drops are per-event log lines only
+	}
+	for _, n := range downBy {
+		r.maxDownPerController = max(r.maxDownPerController, float64(n))
+	}
+	r.firstBatch, r.all = fleetMax.Seconds(), fleetMax.Seconds()
+	if !firstAt.IsZero() {
+		r.firstBatch = firstAt.Sub(returned).Seconds()
+	}
+	if !allAt.IsZero() {
+		r.all = allAt.Sub(returned).Seconds()
+	}
+	return r
+}
+
+func peakFrom(perSecond map[int]int, from int) int {
+	peak := 0
+	for sec, n := range perSecond {
+		if sec >= from && n > peak {
+			peak = n
+		}
+	}
+	return peak
+}

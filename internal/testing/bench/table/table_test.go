@@ -1,0 +1,181 @@
+package table
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/heraldk8s/herald/record
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkEventf/impl=herald-2         	   69854	      4698 ns/op	         0.4187 dropped/op	    1059 B/op	       7 allocs/op
+BenchmarkEventf/impl=client-go-2      	   35655	     19460 ns/op	         0.04981 dropped/op	    2292 B/op	      31 allocs/op
+BenchmarkOther-2      	   35655	     19460 ns/op
+PASS
+ok  	github.com/heraldk8s/herald/record	3.544s
+goos: linux
+goarch: amd64
+pkg: github.com/heraldk8s/herald/internal/testing/bench
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkDelivery/burst-distinct-10000
+    delivery_bench_test.go:120: benchnote: burst-distinct-10000: herald options: record.WithWorkers(16); client-go options: defaults
+BenchmarkDelivery/burst-distinct-10000/impl=herald-2         	       1	1643665861 ns/op	     10000 delivered	         0 dropped	      6392 events/s	         0 goroutines-leaked	         0 lost	      1564 ms-to-final	     10000 recorded
+BenchmarkDelivery/burst-distinct-10000/impl=client-go-2      	       1	3496901225 ns/op	      1031 delivered	        97.00 dropped	       703.0 events/s	         0 goroutines-leaked	      8872 lost	      1467 ms-to-final	     10000 recorded
+BenchmarkDelivery/shutdown-5000/impl=herald-2                          	       1	 784463216 ns/op	         0 dropped	         0 goroutines-leaked	         0 lost	      5000 recorded	       740.3 shutdown-ms	      4999 written
+BenchmarkDelivery/shutdown-5000/impl=client-go-2                       	       1	  45248734 ns/op	       221.0 dropped	         0 goroutines-leaked	      4772 lost	      5000 recorded	         0.01066 shutdown-ms	         7.000 written
+--- FAIL: BenchmarkSomething
+PASS
+`
+
+func TestParseAndMarkdown(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(res.Scenarios); got != 3 {
+		t.Fatalf("got %d scenarios, want 3 (BenchmarkOther has no impl)", got)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| Eventf | ns/op | 19460 | 4698 | 0.24× | ≤ 0.5× | yes |",
+		"| Eventf | allocs/op | 31 | 7 | 0.23× | ≤ 0.5× | yes |",
+		"| Eventf | dropped/op | 0.0498 | 0.419 | 8.41× |  |  |",
+		"| Delivery/burst-distinct-10000 | events/s | 703 | 6392 | 9.09× | ≥ 8× | yes |",
+		"| Delivery/burst-distinct-10000 | lost | 8872 | 0 | 0.00× | herald 0 | yes |",
+		"| Delivery/burst-distinct-10000 | goroutines-leaked | 0 | 0 | — | herald 0 | yes |",
+		"| Delivery/shutdown-5000 | written | 7 | 4999 | 714× | herald = recorded | **NO** |",
+		"- burst-distinct-10000: herald options: record.WithWorkers(16); client-go options: defaults",
+		"- Machine: goos: linux, goarch: amd64, cpu: Intel(R) Xeon(R) Processor, GOMAXPROCS 2.",
+		"- FAILURE in the run: `--- FAIL: BenchmarkSomething`",
+		"Not measured (no benchmark matched (?i)^correlator/",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"| Delivery/burst-distinct-10000 | ns/op", "| Delivery/shutdown-5000 | B/op"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("output has %q (a scenario run once shows no standard metrics)", unwanted)
+		}
+	}
+	if got, want := res.Missed(), []string{"Delivery/shutdown-5000 written"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Missed() = %v, want %v", got, want)
+	}
+}
+
+func TestSplitImpl(t *testing.T) {
+	for _, tc := range []struct{ in, rest, impl string }{
+		{"Eventf/impl=herald", "Eventf", "herald"},
+		{"Delivery/burst/impl=client-go", "Delivery/burst", "client-go"},
+		{"Correlate/impl=herald/keys=10", "Correlate/keys=10", "herald"},
+		{"Plain", "Plain", ""},
+	} {
+		rest, impl := splitImpl(tc.in)
+		if rest != tc.rest || impl != tc.impl {
+			t.Errorf("splitImpl(%q) = %q, %q; want %q, %q", tc.in, rest, impl, tc.rest, tc.impl)
+		}
+	}
+}
+
+func TestFormatAndRatio(t *testing.T) {
+	for _, tc := range []struct {
+		h, c float64
+		want string
+	}{
+		{1, 2, "0.50×"},
+		{0, 5, "0.00×"},
+		{0, 0, "—"},
+		{3, 0, "∞"},
+		{1, 1000, "0.001×"},
+		{123, 10, "12.3×"},
+		{48493.57, 1, "48494×"},
+	} {
+		if got := ratio(tc.h, true, tc.c, true); got != tc.want {
+			t.Errorf("ratio(%v, %v) = %q, want %q", tc.h, tc.c, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{10000, "10000"}, {703.04, "703"}, {0.01066, "0.0107"}, {12.34, "12.3"}} {
+		if got := format(tc.v, true); got != tc.want {
+			t.Errorf("format(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestEventsTargets(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench
+BenchmarkEventsEventf/sink=none/impl=herald-2         	  259753	      4701 ns/op	         1.000 arg-allocs/op	         0 dropped/op	     832 B/op	       5 allocs/op
+BenchmarkEventsEventf/sink=none/impl=client-go-2      	  304118	      7864 ns/op	         1.000 arg-allocs/op	     893 B/op	       8 allocs/op
+BenchmarkEventsStorm/impl=herald-2         	       1	5004030938 ns/op	       100.0 creates	      1900 patches	      2000 recorded	         0 stale-after-3s	         0 stale-after-flush	         2.000 stale-at-end	      2000 writes
+BenchmarkEventsStorm/impl=client-go-2      	       1	5012413893 ns/op	       100.0 creates	       100.0 patches	      2000 recorded	      1800 stale-after-3s	      1800 stale-at-end	       200.0 writes
+BenchmarkEventsShutdown/impl=herald-2         	       1	 848713715 ns/op	         0 abandoned	         0 dropped	         0 lost	      3000 recorded	       587.6 shutdown-ms	      3000 written
+BenchmarkEventsShutdown/impl=client-go-2      	       1	2043542301 ns/op	         0 abandoned	         0 dropped	      2459 lost	      3000 recorded	         0.1982 shutdown-ms	       541.0 written
+BenchmarkEventsBurstGoroutines/impl=herald-2  	       1	1581501424 ns/op	     10000 delivered	         0 goroutines-leaked	        19.00 goroutines-peak	     10000 recorded
+BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/op	      5977 delivered	         3.000 goroutines-leaked	      4410 goroutines-peak	     10000 recorded
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"| EventsEventf/sink=none | ns/op | 7864 | 4701 | 0.60× | ≤ 0.5× | **NO** |",
+		"| EventsEventf/sink=none | allocs/op | 8 | 5 | 0.62× | herald ≤ 3 + arg-allocs/op | **NO** |",
+		"| EventsStorm | stale-after-flush | — | 0 | — | herald 0 | yes |",
+		"| EventsShutdown | written | 541 | 3000 | 5.55× | herald = recorded | yes |",
+		"| EventsShutdown | lost | 2459 | 0 | 0.00× | herald 0 | yes |",
+		"| EventsBurstGoroutines | goroutines-leaked | 3 | 0 | 0.00× | herald 0 | yes |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("output lacks %q:\n%s", want, md)
+		}
+	}
+	if got, want := res.Missed(), []string{"EventsEventf/sink=none ns/op", "EventsEventf/sink=none allocs/op"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Missed() = %v, want %v", got, want)
+	}
+}
+
+// The fleet targets hold for every loopback server model (Fleet/window,
+// Fleet/bucket) and for none of the real server's figures (FleetAPF), which
+// are printed only.
+func TestFleetTargetsByServerModel(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
+BenchmarkFleet/window/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	6000 recorded	6000 stored
+BenchmarkFleet/bucket/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	6000 recorded	5999 stored
+BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1500 recorded	1497 stored
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := res.Markdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Fleet/window/defaults | peak-requests/s | — | 500 | — | herald ≤ 450 (1.5× capacity) | **NO** |",
+		"| Fleet/window/defaults | stored | — | 6000 | — | herald = recorded | yes |",
+		"| Fleet/bucket/defaults | peak-requests/s | — | 400 | — | herald ≤ 450 (1.5× capacity) | yes |",
+		"| Fleet/bucket/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
+		"| FleetAPF/defaults | lost | — | 3 | — |  |  |",
+		"| FleetAPF/defaults | peak-requests/s | — | 900 | — |  |  |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if got := strings.Join(res.Missed(), ", "); got != "Fleet/window/defaults peak-requests/s, Fleet/bucket/defaults stored" {
+		t.Errorf("missed %q", got)
+	}
+}
