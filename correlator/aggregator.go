@@ -256,7 +256,7 @@ func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string)
 		return newEvent, eventkey.Event(newEvent)
 	}
 	out := new(v1.Event)
-	msg := eventname.Truncate(e.messageFunc(newEvent), DefaultMessageLimit)
+	msg := eventname.Valid(e.messageFunc(newEvent), DefaultMessageLimit)
 	fillAggregate(out, newEvent, now, aggregateName(newEvent.InvolvedObject.Name, now), msg)
 	return out, key
 }

@@ -246,7 +246,7 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 		if c.messageFunc == nil {
 			message = EventAggregatorByReasonMessageFunc(newEvent)
 		}
-		fillAggregate(ev, newEvent, now, obs.name, eventname.Truncate(message, c.messageLimit))
+		fillAggregate(ev, newEvent, now, obs.name, eventname.Valid(message, c.messageLimit))
 	} else {
 		*ev = *newEvent
 	}
