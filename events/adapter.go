@@ -136,7 +136,7 @@ func (d *discoverySink) pick(ctx context.Context) (sink.ContextEventSink, error)
 	if d.chosen != nil {
 		return d.chosen, nil
 	}
-	_, err := d.client.Discovery().ServerResourcesForGroupVersionWithContext(ctx, eventsv1.SchemeGroupVersion.String())
+	_, err := serverResourcesForGroupVersion(ctx, d.client.Discovery(), eventsv1.SchemeGroupVersion.String())
 	switch {
 	case err == nil:
 		d.chosen = d.v1

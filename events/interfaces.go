@@ -8,14 +8,14 @@ import (
 	"github.com/heraldk8s/herald/record"
 )
 
-// EventRecorder, EventRecorderLogger and AnnotatedEventRecorder are
-// client-go's own interfaces (type aliases), so a recorder of this package
-// can be passed wherever client-go's or controller-runtime's recorder types
-// are expected, and the other way round.
+// EventRecorder and EventRecorderLogger are client-go's own interfaces (type
+// aliases), so a recorder of this package can be passed wherever client-go's
+// or controller-runtime's recorder types are expected, and the other way
+// round. AnnotatedEventRecorder (annotated.go) has the method set of
+// client-go's.
 type (
-	EventRecorder          = cgevents.EventRecorder
-	EventRecorderLogger    = cgevents.EventRecorderLogger
-	AnnotatedEventRecorder = cgevents.AnnotatedEventRecorder
+	EventRecorder       = cgevents.EventRecorder
+	EventRecorderLogger = cgevents.EventRecorderLogger
 )
 
 // EventSink knows how to store events.k8s.io/v1 Events. It is client-go's

@@ -31,15 +31,15 @@ var (
 	_ func(cgevents.EventSink, ...events.Option) cgevents.EventBroadcaster = func(s cgevents.EventSink, o ...events.Option) cgevents.EventBroadcaster {
 		return events.NewBroadcaster(s, o...)
 	}
-	_ cgevents.EventBroadcaster       = events.EventBroadcaster(nil)
-	_ cgevents.EventRecorderLogger    = events.EventRecorderLogger(nil)
-	_ cgevents.AnnotatedEventRecorder = events.AnnotatedEventRecorder(nil)
-	_ cgevents.EventRecorderLogger    = (*events.FakeRecorder)(nil)
-	_ cgevents.AnnotatedEventRecorder = (*events.FakeRecorder)(nil)
-	_ events.EventRecorderLogger      = (*cgevents.FakeRecorder)(nil)
-	_ events.AnnotatedEventRecorder   = (*cgevents.FakeRecorder)(nil)
-	_ events.EventSink                = (*cgevents.EventSinkImpl)(nil)
-	_ cgevents.EventSink              = (*events.EventSinkImpl)(nil)
+	_ cgevents.EventBroadcaster     = events.EventBroadcaster(nil)
+	_ cgevents.EventRecorderLogger  = events.EventRecorderLogger(nil)
+	_ cgevents.EventRecorderLogger  = (*events.FakeRecorder)(nil)
+	_ events.AnnotatedEventRecorder = (*events.FakeRecorder)(nil)
+	_ events.EventRecorderLogger    = (*cgevents.FakeRecorder)(nil)
+	_ events.EventSink              = (*cgevents.EventSinkImpl)(nil)
+	_ cgevents.EventSink            = (*events.EventSinkImpl)(nil)
+	// AnnotatedEventRecorder against client-go's (v0.37 and later):
+	// TestAnnotatedEventRecorderMatchesClientGo.
 )
 
 // herald keeps client-go's adapter API, deprecated there.
@@ -53,10 +53,10 @@ func TestRecorderSatisfiesClientGoInterfaces(t *testing.T) {
 	b := events.NewBroadcaster(nil)
 	defer b.Shutdown()
 	r := b.NewRecorder(nil, "example.com/ctl") // a cgevents.EventRecorderLogger
-	if _, ok := r.(cgevents.AnnotatedEventRecorder); !ok {
+	if _, ok := r.(events.AnnotatedEventRecorder); !ok {
 		t.Fatalf("%T is not an AnnotatedEventRecorder", r)
 	}
-	if _, ok := r.WithLogger(klog.Background()).(cgevents.AnnotatedEventRecorder); !ok {
+	if _, ok := r.WithLogger(klog.Background()).(events.AnnotatedEventRecorder); !ok {
 		t.Fatalf("WithLogger's recorder is not an AnnotatedEventRecorder")
 	}
 }

@@ -15,7 +15,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-	cgevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/events"
@@ -108,7 +107,7 @@ func eventsChaosRound(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	rec := b.NewRecorder(scheme.Scheme, "example.com/chaos")
-	arec := rec.(cgevents.AnnotatedEventRecorder)
+	arec := rec.(events.AnnotatedEventRecorder)
 
 	var (
 		wg       sync.WaitGroup

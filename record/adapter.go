@@ -17,10 +17,10 @@ type EventRecorderAdapter struct {
 	recorder EventRecorderLogger
 }
 
-var (
-	_ cgevents.EventRecorderLogger    = (*EventRecorderAdapter)(nil)
-	_ cgevents.AnnotatedEventRecorder = (*EventRecorderAdapter)(nil)
-)
+// The adapter also has client-go's AnnotatedEventf (client-go v0.37 and
+// later); it is not asserted here because herald builds with client-go v0.35
+// too, which has no AnnotatedEventRecorder (see events/annotated.go).
+var _ cgevents.EventRecorderLogger = (*EventRecorderAdapter)(nil)
 
 // NewEventRecorderAdapter returns an adapter around recorder.
 func NewEventRecorderAdapter(recorder EventRecorderLogger) *EventRecorderAdapter {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	cgevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
@@ -18,7 +19,11 @@ func TestEventRecorderAdapterKeepsActionAndRelated(t *testing.T) {
 	var a cgevents.EventRecorderLogger = record.NewEventRecorderAdapter(e.rec)
 	a = a.WithLogger(klog.Background())
 	a.Eventf(pod("ns", "p"), pod("ns", "owner"), v1.EventTypeWarning, "Failed", "Scale", "replicas %d", 3)
-	a.(cgevents.AnnotatedEventRecorder).AnnotatedEventf(pod("ns", "q"), nil, map[string]string{"k": "v"},
+	// client-go's AnnotatedEventRecorder (v0.37 and later) by its method
+	// set: herald builds with older client-go too (events/annotated.go).
+	a.(interface {
+		AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...interface{})
+	}).AnnotatedEventf(pod("ns", "q"), nil, map[string]string{"k": "v"},
 		v1.EventTypeNormal, "Done", "Sync", "ok")
 	e.flush()
 	evs := e.sink.Events()

@@ -18,8 +18,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	_ cgevents.EventRecorderLogger    = (*eventstest.Recorder)(nil)
-	_ cgevents.AnnotatedEventRecorder = (*eventstest.Recorder)(nil)
+	_ cgevents.EventRecorderLogger  = (*eventstest.Recorder)(nil)
+	_ events.AnnotatedEventRecorder = (*eventstest.Recorder)(nil)
 )
 
 func TestRecorder(t *testing.T) {

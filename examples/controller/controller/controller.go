@@ -144,8 +144,15 @@ func Run(ctx context.Context, cfg Config) (record.Stats, error) {
 	}
 
 	logger.V(1).Info("Starting controller", "namespace", cfg.Namespace, "resync", cfg.Resync, "workers", cfg.Workers)
-	factory.StartWithContext(ctx)
-	syncErr := factory.WaitForCacheSyncWithContext(ctx).AsError()
+	// The channel forms of Start and WaitForCacheSync: their WithContext
+	// forms came with client-go v0.36, and herald builds with v0.35 too.
+	factory.Start(ctx.Done())
+	var syncErr error
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			syncErr = fmt.Errorf("failed to sync the %v cache: %w", typ, context.Cause(ctx))
+		}
+	}
 
 	var wg sync.WaitGroup
 	if syncErr == nil {
