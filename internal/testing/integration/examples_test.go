@@ -263,7 +263,7 @@ func buildExample(t *testing.T, pkg string) string {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gobin, append(args, pkg)...)
-	cmd.Dir = "../.." // the module root
+	cmd.Dir = "../../.." // the module root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(append(args, pkg), " "), err, out)
 	}
