@@ -1,4 +1,4 @@
-## bench: herald and client-go v0.37.2's tools/record side by side on the
+## bench: herald and client-go's tools/record (the version go.mod selects, v0.35.10) side by side on the
 ## same scenarios (sub-benchmarks .../impl=herald and .../impl=client-go, in
 ## the same `go test` process): Eventf cost (record), correlator
 ## (correlator), delivery scenarios (internal/testing/bench), herald's events
