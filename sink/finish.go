@@ -1,0 +1,181 @@
+// What happens when a write returns: finish, and the rules it applies
+// (answered, failed, blameOf; the evidence itself is in blame.go).
+
+package sink
+
+import (
+	"cmp"
+	"time"
+)
+
+// finish records the result of t and moves its key on. It returns what the
+// engine must account (see verdict).
+func (s *sched) finish(t *task, r result, now time.Time) verdict {
+	en := t.en
+	en.busy = nil
+	s.weigh(now, t.it)
+	v := vDone
+	switch r.out {
+	case outWritten, outDropped:
+		s.answered(en, r.out == outWritten, now)
+		if at := t.sentAt.Add(s.interval); s.interval > 0 && at.After(now) && !flushing(en) {
+			// The server answered about this key: its next write waits
+			// until the interval since this one was sent has passed,
+			// unless a Flush waits for it. An entry with nothing queued
+			// stays until then, to remember when its key was written.
+			s.move(en, stSpaced, at)
+			s.noteIdle(now)
+			return vDone
+		}
+	case outFailed:
+		v = s.failed(t, r, now)
+		if v == vRetry {
+			return v
+		}
+	case outAbandoned:
+		if t.probe {
+			s.health.probing = false
+		}
+	}
+	s.settle(en)
+	s.noteIdle(now)
+	return v
+}
+
+// answered records that the server answered a write of en (stored it, or
+// refused it for a reason of its own): it is up.
+func (s *sched) answered(en *entry, written bool, now time.Time) {
+	en.failures, en.failed, en.failedAt, en.sheds = 0, false, time.Time{}, 0
+	s.blame.success(en.ns, !s.health.down, now)
+	if s.health.down && s.health.overloaded {
+		s.pace.restartAfterPause(now)
+	}
+	s.health.up()
+	s.pace.resume(now)
+	if written {
+		s.pace.success(now)
+	}
+	s.window = min(s.workers, s.window+1)
+}
+
+// failed handles a write that failed and may work later: whose failure it
+// is (see blameOf) decides who waits. It requeues the write, or returns
+// vExhausted when the key has failed maxTries times.
+func (s *sched) failed(t *task, r result, now time.Time) verdict {
+	en := t.en
+	defer func() { en.failed, en.failedAt = true, now }()
+	if t.probe {
+		s.health.probing = false
+	}
+	// The Retry-After is honoured up to MaxDelay; without one, a key
+	// waits BaseDelay or its backoff.
+	wait := min(cmp.Or(r.retryAfter, s.base), s.max)
+	switch s.blameOf(t, r, now, wait) {
+	case byShedding:
+		// Not charged: load shedding never exhausts a key. The rate is
+		// cut (once per round, and only at the key's first refusal), the
+		// other keys go on at that rate, and this one is held for the
+		// Retry-After.
+		en.sheds++
+		if en.sheds == 1 {
+			s.pace.shed(now, t.sentAt, wait)
+		}
+		s.shedUntil = now.Add(max(wait, time.Second))
+		s.requeue(en, t.it)
+		s.move(en, stHeld, now.Add(wait))
+		return vRetry
+	case byKey:
+		en.failures++
+		if en.failures >= s.maxTries {
+			en.failures = 0
+			return vExhausted
+		}
+		d := backoff(en.failures, s.base, s.max, s.rnd)
+		if r.retryAfter > 0 {
+			d = wait
+		}
+		s.requeue(en, t.it)
+		s.move(en, stBackoff, now.Add(d))
+		return vRetry
+	}
+	// The server's: every key waits behind one probe, none is charged.
+	overload := r.fault == faultLimited || r.fault == faultShed
+	age := now.Sub(t.it.since)
+	if len(s.ready) > 0 {
+		age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
+	}
+	s.health.fail(now, t.sentAt, t.probe, overload, r.retryAfter, age, s.base, s.max, s.rnd)
+	s.window = 1
+	if overload {
+		s.pace.overload(now, t.sentAt)
+	} else {
+		s.pace.failed(now)
+	}
+	s.pace.pause(now) // after a cut, which measures up to now
+	s.requeue(en, t.it)
+	s.move(en, stReady, time.Time{})
+	return vRetry
+}
+
+// blameOf decides whose fault a failed write is (see the package
+// documentation's table). It also refunds the tries charged to keys whose
+// failures turn out to be the server's.
+func (s *sched) blameOf(t *task, r result, now time.Time, wait time.Duration) whose {
+	switch {
+	case r.fault == faultShed && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(wait, time.Second)):
+		return byShedding
+	case t.probe, s.health.down, r.fault == faultShed:
+		// A failed probe is the server's; so is a write that was under
+		// way when the server was seen down, and a 429 with Retry-After
+		// when nothing was accepted lately (an outage answered 429).
+		s.blame.note(t.en)
+		return byServer
+	}
+	w, refund := s.blame.failure(t.en, t.sentAt, r.fault == faultTransport, s.readyOutside)
+	for _, en := range refund {
+		en.failures = max(0, en.failures-1)
+	}
+	return w
+}
+
+// readyOutside reports whether a key of another namespace than ns has a
+// write ready.
+func (s *sched) readyOutside(ns string) bool {
+	for _, en := range s.ready {
+		if en.ns != ns {
+			return true
+		}
+	}
+	return false
+}
+
+// noteIdle records when the engine ran out of work.
+func (s *sched) noteIdle(now time.Time) {
+	if s.pendingWrites == 0 && s.inFlight == 0 {
+		s.idleSince = now
+		s.sinceSum = 0 // nothing waits: no rounding left behind either
+	}
+}
+
+// requeue puts it back at the front of en's queue, merged with the next
+// write when that is the same event (which then carries it).
+func (s *sched) requeue(en *entry, it *item) {
+	it.sent = true
+	if len(en.queue) > 0 && en.queue[0].ev.Name == it.ev.Name {
+		nx := en.queue[0]
+		s.dequeue(en, nx)
+		nx.n += it.n
+		nx.create = nx.create || it.create
+		nx.sent = true
+		nx.waiters = append(nx.waiters, it.waiters...)
+		if it.since.Before(nx.since) {
+			nx.since = it.since
+		}
+		s.enqueue(en, nx)
+		return
+	}
+	en.queue = append(en.queue, nil)
+	copy(en.queue[1:], en.queue)
+	en.queue[0] = it
+	s.enqueue(en, it)
+}
