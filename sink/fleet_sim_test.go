@@ -2,6 +2,7 @@ package sink
 
 import (
 	"container/heap"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -273,7 +274,8 @@ func fleetScenario(opts Options) simConfig {
 // the token bucket it stores everything and writes 0.80 per request, but
 // peaks at 559-614 requests/s (1.9-2.0x) and stores the first batch
 // 11.4-12.5 s after the return: those two targets are open there (issue 18,
-// item 5), logged rather than failed. go test -run TestFleetTrace
+// item 5), logged rather than failed, each within a bound that keeps it
+// from getting worse. go test -run TestFleetSimulation -v -args
 // -fleet.trace shows why, second by second.
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
@@ -289,15 +291,27 @@ func TestFleetSimulation(t *testing.T) {
 					cfg := fleetScenario(tc.opts)
 					cfg.model = m.mk
 					cfg.seed = seed
+					cfg.trace = *fleetTrace && seed == 1
 					r := simulate(cfg)
 					t.Logf("seed %d: %v", seed, r)
 					t.Logf("requests per second after the outage: %v", r.perSecond[5:30])
+					for _, l := range r.trace {
+						t.Log(l)
+					}
 					for _, miss := range fleetTargets(cfg, r) {
 						if m.open[miss.target] {
 							t.Logf("target not met yet on this model (issue 18, item 5): %s", miss.msg)
 							continue
 						}
 						t.Error(miss.msg)
+					}
+					// An open target still has a bound, today's figure
+					// with a margin: it may not get worse.
+					if m.open[targetPeak] && float64(r.peak) > openPeak*cfg.capacity {
+						t.Errorf("peak %d requests/s, worse than the %vx capacity measured when the target was left open", r.peak, openPeak)
+					}
+					if m.open[targetFirstBatch] && (r.firstBatchStored < 0 || r.firstBatchStored > openFirstBatch) {
+						t.Errorf("first batch stored %v after the return, worse than the %v measured when the target was left open", r.firstBatchStored, openFirstBatch)
 					}
 				}
 			})
@@ -307,6 +321,16 @@ func TestFleetSimulation(t *testing.T) {
 
 // fleetSeeds is how many seeds TestFleetSimulation runs per case.
 const fleetSeeds = 6
+
+// The bounds of the targets left open on a model (issue 18, item 5): the
+// token bucket peaked at up to 2.05x the capacity and stored the first
+// batch within 12.5 s when they were left open.
+const (
+	openPeak       = 2.2
+	openFirstBatch = 13 * time.Second
+)
+
+var fleetTrace = flag.Bool("fleet.trace", false, "TestFleetSimulation: log the first seed of each case second by second")
 
 // The fleet targets (issue 13).
 const (
