@@ -240,3 +240,30 @@ func TestSchedSheddingNeverExhaustsAKey(t *testing.T) {
 		t.Fatal("the shed key was not written once the server accepted it")
 	}
 }
+
+// A write that may have reached the server (no answer, a 5xx) is marked
+// sent, so that an AlreadyExists answering its retry counts it written; a
+// 429 was refused before anything was stored and is not.
+func TestSchedMarksWritesThatMayHaveBeenStored(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		fault fault
+		ra    time.Duration
+		sent  bool
+	}{
+		{faultTransport, 0, true},
+		{faultStatus, 0, true},
+		{faultLimited, 0, false},
+		{faultShed, time.Second, false},
+	} {
+		s := newTestSched(t, Options{QPS: -1}, t0)
+		s.add("warm", schedItem("w", t0), t0)
+		writeOK(t, s, t0)
+		s.add("k", schedItem("k", t0), t0)
+		tk, _ := s.next(t0)
+		s.finish(tk, result{out: outFailed, fault: c.fault, retryAfter: c.ra}, t0)
+		if got := s.entries["k"].queue[0].sent; got != c.sent {
+			t.Errorf("fault %v: sent %v, want %v", c.fault, got, c.sent)
+		}
+	}
+}

@@ -63,14 +63,19 @@ func (s *sched) answered(en *entry, written bool, now time.Time) {
 // vExhausted when the key has failed maxTries times.
 func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	en := t.en
-	defer func() { en.failed, en.failedAt = true, now }()
 	if t.probe {
 		s.health.probing = false
 	}
 	// The Retry-After is honoured up to MaxDelay; without one, a key
 	// waits BaseDelay or its backoff.
 	wait := min(cmp.Or(r.retryAfter, s.base), s.max)
-	switch s.blameOf(t, r, now, wait) {
+	w := s.blameOf(t, r, now, wait) // reads the key's previous failure
+	en.failed, en.failedAt = true, now
+	// A write that got no answer, or a 5xx, may have been stored: a Create
+	// answered AlreadyExists later found its own event (see write). A 429
+	// was refused before anything was stored.
+	t.it.sent = t.it.sent || r.fault == faultTransport || r.fault == faultStatus
+	switch w {
 	case byShedding:
 		// Not charged: load shedding never exhausts a key. The rate is
 		// cut (once per round, and only at the key's first refusal), the
@@ -160,13 +165,12 @@ func (s *sched) noteIdle(now time.Time) {
 // requeue puts it back at the front of en's queue, merged with the next
 // write when that is the same event (which then carries it).
 func (s *sched) requeue(en *entry, it *item) {
-	it.sent = true
 	if len(en.queue) > 0 && en.queue[0].ev.Name == it.ev.Name {
 		nx := en.queue[0]
 		s.dequeue(en, nx)
 		nx.n += it.n
 		nx.create = nx.create || it.create
-		nx.sent = true
+		nx.sent = nx.sent || it.sent
 		nx.waiters = append(nx.waiters, it.waiters...)
 		if it.since.Before(nx.since) {
 			nx.since = it.since
