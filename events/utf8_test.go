@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/utf8check"
 	"github.com/heraldk8s/herald/record"
 )
 
@@ -131,21 +131,6 @@ func (s *validatingSink) take() (sent []*eventsv1.Event, refused []string) {
 	return sent, refused
 }
 
-// cutOf reports whether got is in is made valid (each run of invalid bytes
-// one U+FFFD) and cut on a rune boundary to at most limit bytes, as much as
-// fits.
-func cutOf(in, got string, limit int) bool {
-	v := strings.ToValidUTF8(in, "\uFFFD")
-	if !strings.HasPrefix(v, got) || len(got) > limit || !utf8.ValidString(got) {
-		return false
-	}
-	if len(got) == len(v) {
-		return true
-	}
-	_, next := utf8.DecodeRuneInString(v[len(got):])
-	return len(got)+next > limit
-}
-
 // FuzzRecorderUTF8 feeds arbitrary reasons, actions and notes through an
 // events.k8s.io/v1 recorder to a sink that checks each create as the API
 // server does, after the JSON the client sends: nothing is refused, and
@@ -183,8 +168,8 @@ func FuzzRecorderUTF8(f *testing.F) {
 			t.Fatalf("sent %d events, want 1; stats %+v", len(sent), b.Stats())
 		}
 		e := sent[0]
-		if !cutOf(reason, e.Reason, events.MaxReasonLength) || !cutOf(action, e.Action, events.MaxActionLength) ||
-			!cutOf(note, e.Note, events.MaxNoteLength) {
+		if !utf8check.IsValidCut(reason, e.Reason, events.MaxReasonLength) || !utf8check.IsValidCut(action, e.Action, events.MaxActionLength) ||
+			!utf8check.IsValidCut(note, e.Note, events.MaxNoteLength) {
 			t.Fatalf("reason %q, action %q, note %q arrive as %q, %q, %q", reason, action, note, e.Reason, e.Action, e.Note)
 		}
 		if st := b.Stats(); st.Dropped.Drops.Rejected != 0 {

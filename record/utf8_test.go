@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
+	"github.com/heraldk8s/herald/internal/testing/utf8check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
@@ -128,21 +128,6 @@ func (c *serverCheck) take() (sent []*v1.Event, refused []string) {
 	return sent, refused
 }
 
-// cutOf reports whether got is in made valid (each run of invalid bytes one
-// U+FFFD) and cut on a rune boundary to at most limit bytes, as much as
-// fits.
-func cutOf(in, got string, limit int) bool {
-	v := strings.ToValidUTF8(in, "\uFFFD")
-	if !strings.HasPrefix(v, got) || len(got) > limit || !utf8.ValidString(got) {
-		return false
-	}
-	if len(got) == len(v) {
-		return true
-	}
-	_, next := utf8.DecodeRuneInString(v[len(got):])
-	return len(got)+next > limit
-}
-
 // FuzzRecorderUTF8 feeds arbitrary reasons, messages and source hosts
 // through a core/v1 recorder to a sink that checks each create as the API
 // server does, after the JSON the client sends, with herald's bounds:
@@ -179,7 +164,7 @@ func FuzzRecorderUTF8(f *testing.F) {
 			t.Fatalf("sent %d events, want 1; stats %+v", len(sent), b.Stats())
 		}
 		e := sent[0]
-		if !cutOf(reason, e.Reason, 128) || !cutOf(host, e.Source.Host, 128) || !cutOf(message, e.Message, limit) {
+		if !utf8check.IsValidCut(reason, e.Reason, 128) || !utf8check.IsValidCut(host, e.Source.Host, 128) || !utf8check.IsValidCut(message, e.Message, limit) {
 			t.Fatalf("reason %q, host %q, message %q arrive as %q, %q, %q", reason, host, message, e.Reason, e.Source.Host, e.Message)
 		}
 		if st := b.Stats(); st.Dropped.Drops.Rejected != 0 {
