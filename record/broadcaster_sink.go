@@ -15,10 +15,10 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/internal/correlator"
 	"github.com/heraldk8s/herald/internal/hook"
+	"github.com/heraldk8s/herald/internal/watch"
 	"github.com/heraldk8s/herald/sink"
-	"github.com/heraldk8s/herald/watch"
 )
 
 // sinkPipeline is what StartRecordingToSink builds: a correlator feeding a

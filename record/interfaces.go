@@ -10,7 +10,7 @@ import (
 
 	clientrecord "k8s.io/client-go/tools/record"
 
-	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/internal/correlator"
 	"github.com/heraldk8s/herald/sink"
 )
 

@@ -85,6 +85,7 @@ type pacer struct {
 	okAt   time.Time // okRate measured at
 	lastOK time.Time // the last success
 	paused bool      // the server is seen down: the measure stands still
+	outage bool      // paused for a failure other than a 429
 }
 
 func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
@@ -203,6 +204,13 @@ func (p *pacer) resume(now time.Time) {
 	if p.paused {
 		p.paused = false
 		p.okAt = now
+		if p.outage && p.adaptive {
+			p.outage = false
+			p.advance(now)
+			p.setRate(restartRate * p.weight)
+			p.slow = p.rate < p.thresh
+			p.tokens = math.Min(p.tokens, 1)
+		}
 	}
 }
 
@@ -248,7 +256,7 @@ func (p *pacer) overload(now, sentAt time.Time) {
 }
 
 // failed records a server-wide failure other than a 429.
-func (p *pacer) failed(now time.Time) { p.disturbed = now }
+func (p *pacer) failed(now time.Time) { p.disturbed, p.outage = now, true }
 
 // restartAfterPause is called when the server answers again after a pause
 // for its Retry-After: slow start from restartRate·weight.

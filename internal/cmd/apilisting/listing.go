@@ -65,6 +65,12 @@ func (l *lister) emitType(obj *types.TypeName) {
 	name := obj.Name()
 	if alias, ok := obj.Type().(*types.Alias); ok {
 		l.emit("type %s%s = %s", name, l.typeParams(alias.TypeParams()), l.typ(alias.Rhs()))
+		// An alias of a type of an internal package is the only name a
+		// caller has for it: its fields and methods are API of this
+		// package, listed under the alias's name.
+		if named, ok := alias.Rhs().(*types.Named); ok && isInternal(named.Obj().Pkg()) {
+			l.emitNamed(name, named)
+		}
 		return
 	}
 	named, ok := obj.Type().(*types.Named)
@@ -72,6 +78,26 @@ func (l *lister) emitType(obj *types.TypeName) {
 		l.emit("type %s %s", name, l.typ(obj.Type()))
 		return
 	}
+	l.emitNamed(name, named)
+}
+
+// isInternal reports whether pkg is an internal package (its path has an
+// "internal" element).
+func isInternal(pkg *types.Package) bool {
+	if pkg == nil {
+		return false
+	}
+	for _, elem := range strings.Split(pkg.Path(), "/") {
+		if elem == "internal" {
+			return true
+		}
+	}
+	return false
+}
+
+// emitNamed lists named, a struct, interface or other declared type, under
+// name: its fields or interface methods, and its methods.
+func (l *lister) emitNamed(name string, named *types.Named) {
 	head := name + l.typeParams(named.TypeParams())
 	switch u := named.Underlying().(type) {
 	case *types.Struct:

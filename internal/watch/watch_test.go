@@ -12,7 +12,7 @@ import (
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/heraldk8s/herald/watch"
+	"github.com/heraldk8s/herald/internal/watch"
 )
 
 var _ apiwatch.Interface = (*watch.Watcher)(nil)

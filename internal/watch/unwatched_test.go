@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/heraldk8s/herald/watch"
+	"github.com/heraldk8s/herald/internal/watch"
 )
 
 // TestUnwatchedEventsSkipTheQueue: with no watcher registered, events are
