@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -141,7 +142,7 @@ func (d *discoverySink) pick(ctx context.Context) (sink.ContextEventSink, error)
 	case err == nil:
 		d.chosen = d.v1
 		d.logger.V(2).Info("Writing events through events.k8s.io/v1")
-	case apierrors.IsNotFound(err) || sink.Classify(err, false).Class != sink.Retry:
+	case apierrors.IsNotFound(err) || refused(err):
 		d.chosen = d.core
 		d.logger.Info("The API server does not serve events.k8s.io/v1, writing events through core/v1", "err", err)
 	default:
@@ -180,4 +181,15 @@ func (d *discoverySink) PatchContext(ctx context.Context, ev *v1.Event, data []b
 		return nil, err
 	}
 	return s.PatchContext(ctx, ev, data)
+}
+
+// refused reports an answer of the API server that asking again will not
+// change: a 4xx other than 408 and 429 (or a status without a code).
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false // a transport error or a timeout: ask again
+	}
+	code := status.Status().Code
+	return code < 500 && code != http.StatusTooManyRequests && code != http.StatusRequestTimeout
 }

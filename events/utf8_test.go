@@ -172,7 +172,7 @@ func FuzzRecorderUTF8(f *testing.F) {
 			!utf8check.IsValidCut(note, e.Note, events.MaxNoteLength) {
 			t.Fatalf("reason %q, action %q, note %q arrive as %q, %q, %q", reason, action, note, e.Reason, e.Action, e.Note)
 		}
-		if st := b.Stats(); st.Dropped.Drops.Rejected != 0 {
+		if st := b.Stats(); st.Dropped.Rejected != 0 {
 			t.Fatalf("rejected: %+v", st)
 		}
 	})

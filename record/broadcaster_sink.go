@@ -190,9 +190,9 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) bool {
 		n := eb.c.dropped[slotCorrelatorPanicked].Add(1)
 		msg := "Unable to correlate event, dropping it"
 		if eb.drops.Allow(slotCorrelatorPanicked, eb.cfg.clock.Now()) {
-			eb.logger.Error(err, msg, "event", klog.KObj(ev), "dropReason", DropCorrelatorPanicked.String(), "droppedForReason", n)
+			eb.logger.Error(err, msg, "event", klog.KObj(ev), "dropReason", slotLabels[slotCorrelatorPanicked], "droppedForReason", n)
 		} else if v := eb.logger.V(4); v.Enabled() {
-			v.Info(msg, "event", klog.KObj(ev), "dropReason", DropCorrelatorPanicked.String(), "droppedForReason", n, "err", err)
+			v.Info(msg, "event", klog.KObj(ev), "dropReason", slotLabels[slotCorrelatorPanicked], "droppedForReason", n, "err", err)
 		}
 		return true
 	}

@@ -4,15 +4,11 @@
 package record
 
 func (eb *broadcaster) Stats() Stats {
-	s := Stats{
-		Recorded: eb.c.recorded.Load(),
-		Dropped: Drops{
-			Invalid:            eb.c.dropped[slotInvalid].Load(),
-			QueueFull:          eb.c.dropped[slotQueueFull].Load(),
-			AfterShutdown:      eb.c.dropped[slotAfterShutdown].Load(),
-			CorrelatorPanicked: eb.c.dropped[slotCorrelatorPanicked].Load(),
-		},
-	}
+	s := Stats{Recorded: eb.c.recorded.Load()}
+	s.Dropped.Invalid = eb.c.dropped[slotInvalid].Load()
+	s.Dropped.QueueFull = eb.c.dropped[slotQueueFull].Load()
+	s.Dropped.AfterShutdown = eb.c.dropped[slotAfterShutdown].Load()
+	s.Dropped.CorrelatorPanicked = eb.c.dropped[slotCorrelatorPanicked].Load()
 	bs := eb.b.Stats()
 	s.Broadcast = int64(bs.Distributed)
 	s.Queued = int64(bs.Queued)
@@ -40,7 +36,7 @@ func (s *Stats) addSink(p *sinkPipeline) {
 	t.Abandoned = es.Abandoned + p.lost.Load()
 	t.Pending = es.Pending
 	t.InFlight = es.InFlight
-	t.Dropped.Drops = es.Dropped
+	t.Dropped = es.Dropped
 	t.Probes = es.Probes
 	t.RateCuts = es.RateCuts
 	// Gauges: live sinks only (addSinkTotals also folds retired sinks).
@@ -71,8 +67,7 @@ func (s *Stats) addSinkTotals(t Stats) {
 	s.Pending += t.Pending
 	s.InFlight += t.InFlight
 	s.Queued += t.Queued
-	s.Dropped.WatcherFull += t.Dropped.WatcherFull
-	s.Dropped.Drops.Add(t.Dropped.Drops)
+	s.Dropped.Add(t.Dropped)
 	s.Probes += t.Probes
 	s.RateCuts += t.RateCuts
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -497,45 +496,6 @@ func TestIdentityInEveryConfiguration(t *testing.T) {
 			t.Errorf("stats %+v", s)
 		}
 	})
-}
-
-// TestDropReasonsDefinedOnce: Get, ByReason and Total agree on every
-// reason, the record-side ones included.
-func TestDropReasonsDefinedOnce(t *testing.T) {
-	var d record.Drops
-	// Give every count a distinct value through the exported fields.
-	v := reflect.ValueOf(&d).Elem()
-	n := int64(0)
-	var fill func(reflect.Value)
-	fill = func(v reflect.Value) {
-		for i := range v.NumField() {
-			switch f := v.Field(i); f.Kind() {
-			case reflect.Int64:
-				n++
-				f.SetInt(n)
-			case reflect.Struct:
-				fill(f)
-			}
-		}
-	}
-	fill(v)
-	by := d.ByReason()
-	var sum int64
-	for _, r := range record.Reasons() {
-		if got := d.Get(r); got == 0 || by[r.String()] != got {
-			t.Errorf("reason %s: Get %d, ByReason %d", r, got, by[r.String()])
-		}
-		sum += d.Get(r)
-	}
-	if len(by) != len(record.Reasons()) || int(n) != len(by) {
-		t.Errorf("%d reasons, ByReason has %d, Drops has %d counts", len(record.Reasons()), len(by), n)
-	}
-	if d.Total() != sum {
-		t.Errorf("Total %d, sum %d", d.Total(), sum)
-	}
-	if d.Get("queue_full") != d.QueueFull || d.Get(record.DropCorrelatorPanicked) != d.CorrelatorPanicked {
-		t.Errorf("Get by label disagrees with the fields")
-	}
 }
 
 // TestCorrelatorPanicIsCountedDrop: a user's KeyFunc that panics costs the

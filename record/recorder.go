@@ -242,11 +242,11 @@ func (eb *broadcaster) enqueue(logger klog.Logger, ev *v1.Event) {
 // nothing when it does not log, so a drop costs no allocation.
 func (eb *broadcaster) drop(logger klog.Logger, slot int, err error, msg string, kv func() []any) {
 	n := eb.c.dropped[slot].Add(1)
-	reason := slotReasons[slot]
+	reason := slotLabels[slot]
 	if eb.drops.Allow(slot, eb.cfg.clock.Now()) {
-		logger.Error(err, msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n)...)
+		logger.Error(err, msg, append(kv(), "dropReason", reason, "droppedForReason", n)...)
 	} else if v := logger.V(4); v.Enabled() {
-		v.Info(msg, append(kv(), "dropReason", reason.String(), "droppedForReason", n, "err", err)...)
+		v.Info(msg, append(kv(), "dropReason", reason, "droppedForReason", n, "err", err)...)
 	}
 }
 
@@ -260,5 +260,5 @@ const (
 	numSlots
 )
 
-// slotReasons gives each slot its reason.
-var slotReasons = [numSlots]DropReason{DropInvalid, DropQueueFull, DropAfterShutdown, DropCorrelatorPanicked}
+// slotLabels gives each slot its reason's label (see sink.Drops).
+var slotLabels = [numSlots]string{"invalid", "queue_full", "after_shutdown", "correlator_panicked"}

@@ -121,7 +121,7 @@ func (e *Engine) Start(ctx context.Context) {
 // both are counted.
 func (e *Engine) Add(key string, ev *v1.Event, patch []byte) bool {
 	if ev == nil {
-		e.countDrop(DropNilEvent, nil, 1, errors.New("sink: Add called with a nil event"))
+		e.countDrop(dropNilEvent, nil, 1, errors.New("sink: Add called with a nil event"))
 		return false
 	}
 	e.mu.Lock()
@@ -134,7 +134,7 @@ func (e *Engine) Add(key string, ev *v1.Event, patch []byte) bool {
 	it := &item{ev: ev, patch: patch, create: len(patch) == 0, n: 1, since: now}
 	if !e.s.add(key, it, now) {
 		e.mu.Unlock()
-		e.countDrop(DropPendingFull, ev, 1, nil)
+		e.countDrop(dropPendingFull, ev, 1, nil)
 		return false
 	}
 	e.mu.Unlock()

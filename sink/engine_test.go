@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -233,13 +232,13 @@ func TestPermanentErrorsDropOnce(t *testing.T) {
 	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: v1.NamespaceTerminatingCause}}
 	cases := []struct {
 		err    error
-		reason sink.DropReason
+		reason string // its label in Drops.ByReason
 	}{
-		{apierrors.NewAlreadyExists(gr, "e"), sink.DropAlreadyExists},
-		{terminating, sink.DropNamespaceTerminating},
-		{apierrors.NewForbidden(gr, "e", errors.New("rbac")), sink.DropForbidden},
-		{apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "e", nil), sink.DropRejected},
-		{apierrors.NewBadRequest("bad"), sink.DropRejected},
+		{apierrors.NewAlreadyExists(gr, "e"), "already_exists"},
+		{terminating, "namespace_terminating"},
+		{apierrors.NewForbidden(gr, "e", errors.New("rbac")), "forbidden"},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "e", nil), "rejected"},
+		{apierrors.NewBadRequest("bad"), "rejected"},
 	}
 	for _, c := range cases {
 		t.Run(string(c.reason)+"/"+fmt.Sprint(apierrors.ReasonForError(c.err)), func(t *testing.T) {
@@ -248,7 +247,7 @@ func TestPermanentErrorsDropOnce(t *testing.T) {
 			h.eng.Add("k", event("e", 1), nil)
 			h.flush()
 			s := h.eng.Stats()
-			if s.Dropped.Get(c.reason) != 1 || s.Dropped.Total() != 1 || s.Retried != 0 {
+			if s.Dropped.ByReason()[c.reason] != 1 || s.Dropped.Total() != 1 || s.Retried != 0 {
 				t.Fatalf("stats %+v", s)
 			}
 			if n := h.sink.Calls(sinktest.OpCreate); n != 1 {
@@ -467,41 +466,6 @@ func TestAccountingIdentity(t *testing.T) {
 			sum := s.Created + s.Patched + s.Coalesced + s.Dropped.Total() + s.Abandoned + s.Pending + s.InFlight
 			if sum != added {
 				t.Fatalf("added %d, accounted %d: %+v", added, sum, s)
-			}
-		})
-	}
-}
-
-func TestClassify(t *testing.T) {
-	gr := schema.GroupResource{Resource: "events"}
-	cases := []struct {
-		name     string
-		err      error
-		patching bool
-		class    sink.Class
-		reason   sink.DropReason
-		after    time.Duration
-	}{
-		{"transport", errors.New("dial tcp: connection refused"), false, sink.Retry, "", 0},
-		{"deadline", context.DeadlineExceeded, false, sink.Retry, "", 0},
-		{"500", apierrors.NewInternalError(errors.New("x")), false, sink.Retry, "", 0},
-		{"503", apierrors.NewServiceUnavailable("x"), false, sink.Retry, "", 0},
-		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), false, sink.Retry, "", 7 * time.Second},
-		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), false, sink.Retry, "", 2 * time.Second},
-		{"patch 404", apierrors.NewNotFound(gr, "e"), true, sink.CreateInstead, "", 0},
-		{"create 404", apierrors.NewNotFound(gr, "e"), false, sink.Drop, sink.DropRejected, 0},
-		{"409 exists", apierrors.NewAlreadyExists(gr, "e"), false, sink.Drop, sink.DropAlreadyExists, 0},
-		{"403", apierrors.NewForbidden(gr, "e", errors.New("x")), false, sink.Drop, sink.DropForbidden, 0},
-		{"422", apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "e", nil), false, sink.Drop, sink.DropRejected, 0},
-		{"413", apierrors.NewRequestEntityTooLargeError("x"), false, sink.Drop, sink.DropRejected, 0},
-		{"bad response", sink.ErrBadResponse, false, sink.Drop, sink.DropBadResponse, 0},
-		{"generic 504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "post", gr, "e", "", 3, true), false, sink.Retry, "", 3 * time.Second},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := sink.Classify(c.err, c.patching)
-			if got.Class != c.class || got.Reason != c.reason || got.RetryAfter != c.after {
-				t.Fatalf("Classify(%v) = %+v (%s)", c.err, got, got)
 			}
 		})
 	}

@@ -435,9 +435,9 @@ func TestSinkSeesTooManyRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.CreateContext(context.Background(), event("e", 1))
-	cl := sink.Classify(err, false)
-	if requests.Load() != 1 || cl.Class != sink.Retry || !cl.Overload || cl.RetryAfter != time.Second {
-		t.Fatalf("requests %d, err %v, classification %v", requests.Load(), err, cl)
+	after, _ := apierrors.SuggestsClientDelay(err)
+	if requests.Load() != 1 || !apierrors.IsTooManyRequests(err) || after != 1 {
+		t.Fatalf("requests %d, err %v (Retry-After %d s), want one request answered 429 with Retry-After 1 s", requests.Load(), err, after)
 	}
 }
 

@@ -12,55 +12,63 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// DropReason says why the engine gave up on an event. The values are stable:
-// they are the "reason" label of herald's metrics.
-type DropReason string
+// dropReason says why an event was given up. The values are stable: they
+// are the "reason" label of herald's metrics.
+type dropReason string
 
-// The reasons for which the engine drops an event.
+// The reasons an event is dropped for, by their metric labels (the fields
+// of [Drops] say what each means). The first five are counted by a
+// broadcaster, the others by the engine.
 const (
-	// DropAlreadyExists: Create answered AlreadyExists.
-	DropAlreadyExists DropReason = "already_exists"
-	// DropNamespaceTerminating: the event's namespace is being deleted.
-	DropNamespaceTerminating DropReason = "namespace_terminating"
-	// DropForbidden: the API server refused the write (RBAC).
-	DropForbidden DropReason = "forbidden"
-	// DropRejected: any other 4xx (invalid event, too large, bad request), or
+	dropInvalid            dropReason = "invalid"
+	dropQueueFull          dropReason = "queue_full"
+	dropWatcherFull        dropReason = "watcher_full"
+	dropAfterShutdown      dropReason = "after_shutdown"
+	dropCorrelatorPanicked dropReason = "correlator_panicked"
+
+	// dropAlreadyExists: Create answered AlreadyExists.
+	dropAlreadyExists dropReason = "already_exists"
+	// dropNamespaceTerminating: the event's namespace is being deleted.
+	dropNamespaceTerminating dropReason = "namespace_terminating"
+	// dropForbidden: the API server refused the write (RBAC).
+	dropForbidden dropReason = "forbidden"
+	// dropRejected: any other 4xx (invalid event, too large, bad request), or
 	// a request that could not be built.
-	DropRejected DropReason = "rejected"
-	// DropBadResponse: the sink returned no event and no error.
-	DropBadResponse DropReason = "bad_response"
-	// DropRetriesExhausted: the write failed MaxTries times in a row.
-	DropRetriesExhausted DropReason = "retries_exhausted"
-	// DropPendingFull: MaxPending writes were already waiting.
-	DropPendingFull DropReason = "pending_full"
-	// DropNilEvent: Add was called with a nil event.
-	DropNilEvent DropReason = "nil_event"
-	// DropSinkPanicked: the EventSink panicked during the write.
-	DropSinkPanicked DropReason = "sink_panicked"
+	dropRejected dropReason = "rejected"
+	// dropBadResponse: the sink returned no event and no error.
+	dropBadResponse dropReason = "bad_response"
+	// dropRetriesExhausted: the write failed MaxTries times in a row.
+	dropRetriesExhausted dropReason = "retries_exhausted"
+	// dropPendingFull: MaxPending writes were already waiting.
+	dropPendingFull dropReason = "pending_full"
+	// dropNilEvent: Add was called with a nil event.
+	dropNilEvent dropReason = "nil_event"
+	// dropSinkPanicked: the EventSink panicked during the write.
+	dropSinkPanicked dropReason = "sink_panicked"
 )
 
-// ErrBadResponse is the error the engine reports for a sink that returned a
+// errBadResponse is the error the engine reports for a sink that returned a
 // nil event and a nil error.
-var ErrBadResponse = errors.New("sink: sink returned no event and no error")
+var errBadResponse = errors.New("sink: sink returned no event and no error")
 
 // Class is what the engine does with an error.
-type Class int
+type errClass int
 
 const (
 	// Retry the write later, with backoff (transport errors, 5xx, 429,
 	// timeouts, unknown errors).
-	Retry Class = iota
+	classRetry errClass = iota
 	// CreateInstead: a Patch found no event to patch; Create it.
-	CreateInstead
-	// Drop the event for good; the DropReason says why.
-	Drop
+	classCreateInstead
+	// Drop the event for good; the reason says why.
+	classDrop
 )
 
 // Classification is the verdict of [Classify] on one error.
-type Classification struct {
-	Class Class
+type classification struct {
+	errClass errClass
 	// Reason is set when Class is Drop.
-	Reason DropReason
+	Reason dropReason
 	// RetryAfter is the delay the server asked for (429, 503 with
 	// Retry-After), or zero.
 	RetryAfter time.Duration
@@ -79,39 +87,39 @@ type Classification struct {
 // request the client cannot build, a sink that panicked and a success
 // without an event are permanent. Errors of unknown types are retried, like
 // client-go does.
-func Classify(err error, patching bool) Classification {
-	if errors.Is(err, ErrBadResponse) {
-		return Classification{Class: Drop, Reason: DropBadResponse}
+func classify(err error, patching bool) classification {
+	if errors.Is(err, errBadResponse) {
+		return classification{errClass: classDrop, Reason: dropBadResponse}
 	}
 	if errors.Is(err, errSinkPanicked) {
-		return Classification{Class: Drop, Reason: DropSinkPanicked}
+		return classification{errClass: classDrop, Reason: dropSinkPanicked}
 	}
 	var rce *rest.RequestConstructionError
 	var bad *errBadRequest
 	if errors.As(err, &rce) || errors.As(err, &bad) {
-		return Classification{Class: Drop, Reason: DropRejected}
+		return classification{errClass: classDrop, Reason: dropRejected}
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		// Transport errors, context deadlines, UnexpectedObjectError and
 		// anything else we cannot read: the write may work next time.
-		return Classification{Class: Retry}
+		return classification{errClass: classRetry}
 	}
 	code := int(status.Status().Code)
 	switch {
 	case apierrors.IsNotFound(err) && patching:
-		return Classification{Class: CreateInstead}
+		return classification{errClass: classCreateInstead}
 	case apierrors.IsAlreadyExists(err):
-		return Classification{Class: Drop, Reason: DropAlreadyExists}
+		return classification{errClass: classDrop, Reason: dropAlreadyExists}
 	case apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause):
-		return Classification{Class: Drop, Reason: DropNamespaceTerminating}
+		return classification{errClass: classDrop, Reason: dropNamespaceTerminating}
 	case apierrors.IsForbidden(err):
-		return Classification{Class: Drop, Reason: DropForbidden}
+		return classification{errClass: classDrop, Reason: dropForbidden}
 	case code == http.StatusTooManyRequests, code >= 500, code == http.StatusRequestTimeout:
 		after, _ := apierrors.SuggestsClientDelay(err)
-		return Classification{Class: Retry, RetryAfter: time.Duration(after) * time.Second, Overload: code == http.StatusTooManyRequests}
+		return classification{errClass: classRetry, RetryAfter: time.Duration(after) * time.Second, Overload: code == http.StatusTooManyRequests}
 	default:
-		return Classification{Class: Drop, Reason: DropRejected}
+		return classification{errClass: classDrop, Reason: dropRejected}
 	}
 }
 
@@ -120,7 +128,7 @@ func Classify(err error, patching bool) Classification {
 // the other 5xx, 408: a webhook, an admission plugin, the server), or as
 // good as no answer (a transport error, a timeout, an error of a type the
 // engine cannot read, 503 and 504).
-func faultOf(err error, cl Classification) fault {
+func faultOf(err error, cl classification) fault {
 	var status apierrors.APIStatus
 	switch {
 	case cl.Overload && cl.RetryAfter > 0:
@@ -146,14 +154,14 @@ func isCancel(ctx context.Context, err error) bool {
 }
 
 // String describes the verdict for logs and test failures.
-func (c Classification) String() string {
-	switch c.Class {
-	case Retry:
+func (c classification) String() string {
+	switch c.errClass {
+	case classRetry:
 		if c.RetryAfter > 0 {
 			return fmt.Sprintf("retry after %s", c.RetryAfter)
 		}
 		return "retry"
-	case CreateInstead:
+	case classCreateInstead:
 		return "create instead"
 	default:
 		return "drop: " + string(c.Reason)

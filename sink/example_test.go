@@ -2,7 +2,6 @@ package sink_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,9 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/heraldk8s/herald/sink"
@@ -96,32 +93,4 @@ func ExampleNewEngine() {
 	// Output:
 	// web-0.1 BackOff: Back-off restarting failed container web (count 3)
 	// created 1, coalesced 2, dropped 0, abandoned 0
-}
-
-// Classify is the engine's reading of a sink's error: retry (and how soon),
-// create instead of patch, or drop for good, with the reason counted in the
-// metrics.
-func ExampleClassify() {
-	events := schema.GroupResource{Resource: "events"}
-	for _, c := range []struct {
-		err      error
-		patching bool
-	}{
-		{errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), false},
-		{apierrors.NewTooManyRequests("slow down", 2), false},
-		{apierrors.NewNotFound(events, "web-0.1"), true},
-		{apierrors.NewNotFound(events, "web-0.1"), false}, // a Create: the namespace is missing
-		{apierrors.NewForbidden(events, "web-0.1", errors.New("no RBAC rule")), false},
-		{apierrors.NewAlreadyExists(events, "web-0.1"), false},
-	} {
-		cl := sink.Classify(c.err, c.patching)
-		fmt.Printf("%v (patch %t): %s, overload %t\n", c.err, c.patching, cl, cl.Overload)
-	}
-	// Output:
-	// dial tcp 10.0.0.1:443: connect: connection refused (patch false): retry, overload false
-	// slow down (patch false): retry after 2s, overload true
-	// events "web-0.1" not found (patch true): create instead, overload false
-	// events "web-0.1" not found (patch false): drop: rejected, overload false
-	// events "web-0.1" is forbidden: no RBAC rule (patch false): drop: forbidden, overload false
-	// events "web-0.1" already exists (patch false): drop: already_exists, overload false
 }

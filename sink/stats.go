@@ -82,57 +82,105 @@ func (s ServerState) String() string {
 	return "healthy"
 }
 
-// Drops counts dropped events by [DropReason].
+// Drops counts the events given up for good, by reason. The first five
+// reasons are counted by a broadcaster (package record) before an event
+// reaches a delivery engine, the others by the engine; an engine's own Stats
+// has only the latter. [Drops.ByReason] names each by its metric label.
 type Drops struct {
-	AlreadyExists, NamespaceTerminating, Forbidden, Rejected, BadResponse, RetriesExhausted, PendingFull, NilEvent, SinkPanicked int64
+	// Invalid: a nil or unreferenceable object, a bad event type, invalid
+	// annotations ("invalid").
+	Invalid int64
+	// QueueFull: the broadcaster's incoming queue was full ("queue_full").
+	QueueFull int64
+	// WatcherFull: a sink's watcher channel was full ("watcher_full").
+	WatcherFull int64
+	// AfterShutdown: recorded after Shutdown began ("after_shutdown").
+	AfterShutdown int64
+	// CorrelatorPanicked: a sink's correlator failed on the event (a user's
+	// KeyFunc, MessageFunc or SpamKeyFunc panicked) ("correlator_panicked").
+	CorrelatorPanicked int64
+
+	// AlreadyExists: Create answered AlreadyExists ("already_exists").
+	AlreadyExists int64
+	// NamespaceTerminating: the event's namespace is being deleted
+	// ("namespace_terminating").
+	NamespaceTerminating int64
+	// Forbidden: the API server refused the write (RBAC) ("forbidden").
+	Forbidden int64
+	// Rejected: any other 4xx (an invalid event, too large, a bad
+	// request), or a request that could not be built ("rejected").
+	Rejected int64
+	// BadResponse: the sink returned no event and no error
+	// ("bad_response").
+	BadResponse int64
+	// RetriesExhausted: the key's own writes failed MaxTries times in a
+	// row ("retries_exhausted").
+	RetriesExhausted int64
+	// PendingFull: MaxPending writes were already waiting ("pending_full").
+	PendingFull int64
+	// NilEvent: Engine.Add was called with a nil event ("nil_event").
+	NilEvent int64
+	// SinkPanicked: the EventSink panicked during the write
+	// ("sink_panicked").
+	SinkPanicked int64
 }
 
 // Total is the sum of all reasons.
 func (d Drops) Total() int64 {
 	var n int64
-	for _, r := range reasons {
-		n += d.Get(r)
+	for _, r := range allReasons {
+		n += *d.field(r)
 	}
 	return n
 }
 
 // Add adds o's counts to d.
 func (d *Drops) Add(o Drops) {
-	for _, r := range reasons {
-		*d.field(r) += o.Get(r)
+	for _, r := range allReasons {
+		*d.field(r) += *o.field(r)
 	}
 }
 
-// Get returns the count for one reason (0 for a reason that is not the engine's).
-func (d Drops) Get(r DropReason) int64 {
-	if p := d.field(r); p != nil {
-		return *p
+// ByReason returns the counts by metric label (the "reason" label of
+// herald_events_dropped_total), every reason present.
+func (d Drops) ByReason() map[string]int64 {
+	m := make(map[string]int64, len(allReasons))
+	for _, r := range allReasons {
+		m[string(r)] = *d.field(r)
 	}
-	return 0
+	return m
 }
 
-func (d *Drops) field(r DropReason) *int64 {
+func (d *Drops) field(r dropReason) *int64 {
 	switch r {
-	case DropAlreadyExists:
+	case dropInvalid:
+		return &d.Invalid
+	case dropQueueFull:
+		return &d.QueueFull
+	case dropWatcherFull:
+		return &d.WatcherFull
+	case dropAfterShutdown:
+		return &d.AfterShutdown
+	case dropCorrelatorPanicked:
+		return &d.CorrelatorPanicked
+	case dropAlreadyExists:
 		return &d.AlreadyExists
-	case DropNamespaceTerminating:
+	case dropNamespaceTerminating:
 		return &d.NamespaceTerminating
-	case DropForbidden:
+	case dropForbidden:
 		return &d.Forbidden
-	case DropRejected:
-		return &d.Rejected
-	case DropBadResponse:
+	case dropBadResponse:
 		return &d.BadResponse
-	case DropRetriesExhausted:
+	case dropRetriesExhausted:
 		return &d.RetriesExhausted
-	case DropPendingFull:
+	case dropPendingFull:
 		return &d.PendingFull
-	case DropNilEvent:
+	case dropNilEvent:
 		return &d.NilEvent
-	case DropSinkPanicked:
+	case dropSinkPanicked:
 		return &d.SinkPanicked
 	}
-	return nil
+	return &d.Rejected // dropRejected; an unknown reason is still counted
 }
 
 // counters are the engine's counters, guarded by the engine's mutex.
@@ -142,21 +190,21 @@ type counters struct {
 }
 
 // drop counts n events dropped for r and returns the total for r.
-func (c *counters) drop(r DropReason, n int64) int64 {
+func (c *counters) drop(r dropReason, n int64) int64 {
 	i := reasonIndex(r)
 	c.dropped[i] += n
 	return c.dropped[i]
 }
 
-// Reasons returns every reason the engine drops events for, in a fixed
-// order.
-func Reasons() []DropReason { return append([]DropReason(nil), reasons[:]...) }
+// reasons are the engine's drop reasons; allReasons adds the broadcaster's.
+var reasons = [...]dropReason{dropAlreadyExists, dropNamespaceTerminating, dropForbidden, dropRejected, dropBadResponse, dropRetriesExhausted, dropPendingFull, dropNilEvent, dropSinkPanicked}
 
-var reasons = [...]DropReason{DropAlreadyExists, DropNamespaceTerminating, DropForbidden, DropRejected, DropBadResponse, DropRetriesExhausted, DropPendingFull, DropNilEvent, DropSinkPanicked}
+var allReasons = [...]dropReason{dropInvalid, dropQueueFull, dropWatcherFull, dropAfterShutdown, dropCorrelatorPanicked,
+	dropAlreadyExists, dropNamespaceTerminating, dropForbidden, dropRejected, dropBadResponse, dropRetriesExhausted, dropPendingFull, dropNilEvent, dropSinkPanicked}
 
 const numReasons = len(reasons)
 
-func reasonIndex(r DropReason) int {
+func reasonIndex(r dropReason) int {
 	for i, x := range reasons {
 		if x == r {
 			return i

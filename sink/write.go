@@ -35,7 +35,7 @@ func (e *Engine) run(t *task) {
 	}
 	var (
 		r      result
-		reason DropReason
+		reason dropReason
 	)
 	switch {
 	case err == nil:
@@ -43,8 +43,8 @@ func (e *Engine) run(t *task) {
 	case isCancel(ctx, err):
 		r.out = outAbandoned
 	default:
-		cl := Classify(err, !t.it.create)
-		if cl.Class == Drop {
+		cl := classify(err, !t.it.create)
+		if cl.errClass == classDrop {
 			r.out, reason = outDropped, cl.Reason
 		} else { // Retry (CreateInstead was handled by write)
 			r = result{out: outFailed, fault: faultOf(err, cl), retryAfter: cl.RetryAfter}
@@ -77,7 +77,7 @@ func (e *Engine) run(t *task) {
 	case requeued:
 		e.c.retried++
 	case exhausted:
-		reason = DropRetriesExhausted
+		reason = dropRetriesExhausted
 		total = e.c.drop(reason, t.it.n)
 	case res == outWritten:
 		if t.it.create {
@@ -136,7 +136,7 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 	defer cancel()
 	if !it.create {
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
-		if err == nil || Classify(err, true).Class != CreateInstead {
+		if err == nil || classify(err, true).errClass != classCreateInstead {
 			return checkResponse(out, err)
 		}
 		it.create = true
@@ -162,10 +162,10 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 }
 
 // checkResponse turns a success without a stored event (nil, or without a
-// name) into ErrBadResponse.
+// name) into errBadResponse.
 func checkResponse(out *v1.Event, err error) (*v1.Event, error) {
 	if err == nil && (out == nil || out.Name == "") {
-		return nil, ErrBadResponse
+		return nil, errBadResponse
 	}
 	return out, err
 }
@@ -217,7 +217,7 @@ func pathSegmentProblems(name string) []string {
 }
 
 // countDrop counts n events dropped for reason outside a write, and logs.
-func (e *Engine) countDrop(reason DropReason, ev *v1.Event, n int64, err error) {
+func (e *Engine) countDrop(reason dropReason, ev *v1.Event, n int64, err error) {
 	e.mu.Lock()
 	total := e.c.drop(reason, n)
 	e.mu.Unlock()
@@ -228,7 +228,7 @@ func (e *Engine) countDrop(reason DropReason, ev *v1.Event, n int64, err error) 
 // and namespace-terminating drops are expected in normal operation and go
 // to V(5), as in client-go; the others are logged at error level once per
 // reason and ratelog.Interval, else at V(4).
-func (e *Engine) logDrop(reason DropReason, ev *v1.Event, n, total int64, err error) {
+func (e *Engine) logDrop(reason dropReason, ev *v1.Event, n, total int64, err error) {
 	e.mu.Lock()
 	logger := e.logger
 	e.mu.Unlock()
@@ -237,7 +237,7 @@ func (e *Engine) logDrop(reason DropReason, ev *v1.Event, n, total int64, err er
 		kv = append(kv, "event", klog.KObj(ev), "object", objectRef(ev), "eventReason", ev.Reason)
 	}
 	switch {
-	case reason == DropAlreadyExists || reason == DropNamespaceTerminating:
+	case reason == dropAlreadyExists || reason == dropNamespaceTerminating:
 		logger.V(5).Info("Server rejected event (will not retry!)", append(kv, "err", err)...)
 	case e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now()):
 		logger.Error(err, "Dropped event, will not retry", kv...)

@@ -12,7 +12,7 @@
 //	herald_events_coalesced_total     counter  events carried by a later write of the same event
 //	herald_events_filtered_total      counter  events skipped by the spam filter
 //	herald_events_aggregated_total    counter  events folded into a "(combined from similar events)" event
-//	herald_events_dropped_total       counter  events given up, label reason (see record.Drops.ByReason)
+//	herald_events_dropped_total       counter  events given up, label reason (see sink.Drops.ByReason)
 //	herald_events_retries_total       counter  failed writes scheduled again
 //	herald_events_abandoned_total     counter  events unwritten when Shutdown gave up
 //	herald_events_cache_evictions_total counter entries evicted from the correlators' caches

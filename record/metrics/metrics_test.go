@@ -54,7 +54,7 @@ herald_events_written_total{controller="demo",op="patch"} 1
 		t.Fatal(err)
 	}
 	got, err := testutil.GatherAndCount(reg, "herald_events_dropped_total")
-	if err != nil || got != len(record.Drops{}.ByReason()) {
+	if err != nil || got != len(sink.Drops{}.ByReason()) {
 		t.Fatalf("dropped series %d, %v", got, err)
 	}
 	invalid := testutil.ToFloat64(droppedFor(t, reg, "invalid"))
@@ -90,13 +90,13 @@ func droppedFor(t *testing.T, reg *prometheus.Registry, reason string) prometheu
 	return nil
 }
 
-type fixedStats record.Stats
+type fixedStats struct{ s record.Stats }
 
-func (f fixedStats) Stats() record.Stats { return record.Stats(f) }
+func (f fixedStats) Stats() record.Stats { return f.s }
 
 // The engines' view of the API server is exported as it is in Stats.
 func TestServerStateMetrics(t *testing.T) {
-	src := fixedStats{Server: sink.ServerProbing, Probes: 4, WriteRate: 12.5, RateCuts: 2, HeldBack: 7, OldestPending: 3 * time.Second}
+	src := fixedStats{record.Stats{Stats: sink.Stats{Server: sink.ServerProbing, Probes: 4, WriteRate: 12.5, RateCuts: 2, HeldBack: 7, OldestPending: 3 * time.Second}}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(src, nil))
 	want := `
@@ -129,7 +129,7 @@ herald_events_oldest_pending_seconds 3
 	}
 	// Shedding, short of probing.
 	shed := prometheus.NewPedanticRegistry()
-	shed.MustRegister(metrics.NewCollector(fixedStats{Server: sink.ServerShedding}, nil))
+	shed.MustRegister(metrics.NewCollector(fixedStats{record.Stats{Stats: sink.Stats{Server: sink.ServerShedding}}}, nil))
 	for name, v := range map[string]float64{"herald_server_probing": 0, "herald_server_shedding": 1} {
 		mfs, err := shed.Gather()
 		if err != nil {

@@ -10,8 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/heraldk8s/herald/sink"
 )
 
 // grantEvents gives the restricted user verbs on the events of apiGroup in
@@ -92,7 +90,7 @@ func TestEventsV1RBAC(t *testing.T) {
 	if got := proxy.Requests("", "/api/v1/"); got != 0 {
 		t.Errorf("%d requests to core/v1, want none", got)
 	}
-	checkDropLog(t, h.asHarness(), sink.DropForbidden, "forbidden", env.RestrictedUser)
+	checkDropLog(t, h.asHarness(), "forbidden", "forbidden", env.RestrictedUser)
 	waitV1(t, cs, ns, metav1.ListOptions{}, countV1(map[string]int32{}))
 
 	// Granted create and patch on events.events.k8s.io, the same
