@@ -20,17 +20,30 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/heraldk8s/herald/events"
-	"github.com/heraldk8s/herald/internal/hook"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
 
-// Option configures the broadcasters behind the manager. The options are
-// record's (record.WithWriteLimit, record.WithMaxPending, ...), given to
-// both the core/v1 and the events.k8s.io/v1 broadcaster (a write limit
-// thus applies to each API), and events.WithSeriesInterval, which applies
-// to events.k8s.io/v1 only.
-type Option = record.BroadcasterOption
+// Option configures the broadcasters behind the manager.
+type Option func(*options)
+
+type options struct {
+	record []record.BroadcasterOption
+	events []events.Option
+}
+
+// WithBroadcasterOptions gives options of package record to both the
+// core/v1 and the events.k8s.io/v1 broadcaster (record.WithSinkOptions,
+// record.WithQueueLength, ...): a write limit thus applies to each API.
+func WithBroadcasterOptions(opts ...record.BroadcasterOption) Option {
+	return func(o *options) { o.record = append(o.record, opts...) }
+}
+
+// WithEventsOptions gives options of package events to the
+// events.k8s.io/v1 broadcaster only (events.WithSeriesInterval).
+func WithEventsOptions(opts ...events.Option) Option {
+	return func(o *options) { o.events = append(o.events, opts...) }
+}
 
 // Defaults controller-runtime applies, which NewManager needs before
 // manager.New applies them.
@@ -105,13 +118,16 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 		logger = ctrllog.Log // as manager.New defaults it
 	}
 	logger = logger.WithName("events")
-	bopts := append([]Option{record.WithLogger(logger)}, heraldOpts...)
-	// The series interval spaces events.k8s.io/v1 series; core/v1 events
-	// keep their own correlation, with no interval.
-	coreOpts := append(bopts[:len(bopts):len(bopts)], hook.WithKeyInterval(0).(record.BroadcasterOption))
+	var o options
+	for _, opt := range heraldOpts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	recordOpts := append([]record.BroadcasterOption{record.WithLogger(logger)}, o.record...)
 	m := &Manager{
-		core:   record.NewBroadcaster(coreOpts...),
-		events: events.NewBroadcaster(eventsSink, bopts...),
+		core:   record.NewBroadcaster(recordOpts...),
+		events: events.NewBroadcaster(eventsSink, append([]events.Option{events.WithBroadcasterOptions(recordOpts...)}, o.events...)...),
 		scheme: opts.Scheme,
 		grace:  defaultGracefulShutdownTimeout,
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	heraldcr "github.com/heraldk8s/herald/controllerruntime"
 	"github.com/heraldk8s/herald/events"
 )
 
@@ -53,7 +54,7 @@ func TestSeriesIntervalLeavesCoreV1Alone(t *testing.T) {
 	ns := env.CreateNamespace(t, "cr-series-interval")
 	cs := adminClient(t)
 	cm := createConfigMap(t, cs, ns, "repeated")
-	mgr := newManager(t, baseOptions(), events.WithSeriesInterval(time.Hour))
+	mgr := newManager(t, baseOptions(), heraldcr.WithEventsOptions(events.WithSeriesInterval(time.Hour)))
 	rec := mgr.GetEventRecorderFor("herald-cr-test") //nolint:staticcheck // what is tested
 	for want := int32(1); want <= 2; want++ {
 		rec.Eventf(cm, corev1.EventTypeNormal, "Synced", "synced")

@@ -19,6 +19,7 @@ import (
 
 	heraldcr "github.com/heraldk8s/herald/controllerruntime"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // controllerName is the reportingController of the tests' events.k8s.io/v1
@@ -265,7 +266,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 	cs := adminClient(t)
 	leakOpts := append([]goleak.Option{goleak.IgnoreCurrent()}, controllerRuntimeGoroutines...)
 
-	// herald's engine writes at most 50/s by default (record.WithWriteLimit):
+	// herald's engine writes at most 50/s by default (sink.Options.QPS):
 	// the 1,000 events are pending for about 18 s after the runnable
 	// returns, within the default GracefulShutdownTimeout (30 s).
 	mgr, err := heraldcr.NewManager(env.Admin, baseOptions())
@@ -355,7 +356,7 @@ func TestStartGivesUpAtGracefulShutdownTimeout(t *testing.T) {
 	opts := baseOptions()
 	opts.GracefulShutdownTimeout = &grace
 	// 20 writes/s, burst 1: 200 events cannot be written in 1.5 s.
-	mgr, err := heraldcr.NewManager(env.Admin, opts, record.WithWriteLimit(20, 1))
+	mgr, err := heraldcr.NewManager(env.Admin, opts, heraldcr.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: 20, Burst: 1})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func NewEventBroadcasterAdapter(client kubernetes.Interface) EventBroadcasterAda
 // broadcasters. The returned value also has Flush(ctx) error,
 // ShutdownWithContext(ctx) error, Stats() Stats and LegacyStats() Stats.
 func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernetes.Interface, opts ...Option) EventBroadcasterAdapter {
-	all := append([]Option{record.WithContext(ctx)}, opts...)
+	all := append([]Option{WithBroadcasterOptions(record.WithContext(ctx))}, opts...)
 	coreEvents := &sink.EventSinkImpl{Interface: client.CoreV1().Events("")}
 	ds := &discoverySink{
 		client: client,
@@ -63,7 +63,7 @@ func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernete
 	ds.logger = eb.logger // the broadcasters' (record.WithLogger if given)
 	return &adapter{
 		events:     eb,
-		legacy:     record.NewBroadcaster(all...),
+		legacy:     record.NewBroadcaster(newOptions(all).record...),
 		legacySink: coreEvents,
 	}
 }

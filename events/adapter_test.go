@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 type flusher interface {
@@ -37,7 +38,7 @@ func servesEventsV1(cs *fake.Clientset) {
 func newAdapter(t *testing.T, cs *fake.Clientset) events.EventBroadcasterAdapter {
 	t.Helper()
 	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
-		record.WithWriteLimit(-1, 0), record.WithSleepDuration(time.Millisecond), record.WithRetryBackoff(time.Millisecond))
+		events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, MaxDelay: time.Millisecond, BaseDelay: time.Millisecond})))
 	t.Cleanup(a.Shutdown)
 	a.StartRecordingToSink(nil)
 	return a
@@ -182,7 +183,7 @@ func TestAdapterLegacyRecorder(t *testing.T) {
 func TestAdapterShutdownFlushesBoth(t *testing.T) {
 	cs := fake.NewClientset()
 	servesEventsV1(cs)
-	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, record.WithWriteLimit(-1, 0))
+	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	a.StartRecordingToSink(nil)
 	r := a.NewRecorder("example.com/ctl")
 	lr := a.DeprecatedNewLegacyRecorder("legacy")
@@ -240,7 +241,7 @@ func TestAdapterDiscoveryLogsThroughItsLogger(t *testing.T) {
 	}, funcr.Options{})
 	cs := fake.NewClientset() // discovery lists no events.k8s.io/v1
 	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
-		record.WithWriteLimit(-1, 0), record.WithLogger(logger))
+		events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(logger)))
 	t.Cleanup(a.Shutdown)
 	a.StartRecordingToSink(nil)
 	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")

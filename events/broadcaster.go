@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -163,27 +162,21 @@ func NewBroadcaster(s EventSink, opts ...Option) EventBroadcaster {
 // newBroadcaster returns a broadcaster writing to a core/v1 sink s (the
 // adapter writes events.k8s.io/v1-shaped events through core/v1).
 func newBroadcaster(s record.EventSink, opts []Option) *broadcaster {
-	all := make([]Option, 0, len(opts)+2)
+	o := newOptions(opts)
+	all := make([]record.BroadcasterOption, 0, len(o.record)+2)
 	all = append(all,
 		hook.WithCorrelator(func(clk clock.PassiveClock) hook.Correlator {
-			return newSeriesCorrelator(clk, DefaultCacheSize)
+			return newSeriesCorrelator(clk, defaultCacheSize)
 		}).(record.BroadcasterOption),
-		WithSeriesInterval(DefaultSeriesInterval))
-	all = append(all, opts...)
+		hook.WithKeyInterval(o.seriesInterval).(record.BroadcasterOption))
+	all = append(all, o.record...)
 	rb := record.NewBroadcaster(all...)
 	core, _ := hook.CoreOf(rb)
-	return &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
-}
-
-// WithSeriesInterval sets the shortest time between two writes of one
-// event: the occurrences of a series within it are folded into the count
-// of one patch, so the stored count lags behind by at most about d (plus
-// the write itself), and a series repeated a thousand times a second costs
-// one write per d. Flush and Shutdown write every pending count at once.
-// Default DefaultSeriesInterval; 0 writes each new count as soon as the
-// previous write of the event has finished.
-func WithSeriesInterval(d time.Duration) Option {
-	return hook.WithKeyInterval(d).(record.BroadcasterOption)
+	b := &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
+	for _, bad := range o.invalid {
+		b.logger.Error(nil, "Invalid broadcaster option, using its default instead", "option", bad.option, "value", bad.value, "default", bad.def)
+	}
+	return b
 }
 
 // isNilSink reports whether s is a nil pointer (or map, func, chan)

@@ -16,11 +16,12 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 func TestStartRecordingTwiceAndAgain(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
@@ -90,7 +91,7 @@ func TestNilSink(t *testing.T) {
 func TestDeprecatedStartRecordingToSink(t *testing.T) {
 	base := goleak.IgnoreCurrent()
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	stopCh := make(chan struct{})
 	b.StartRecordingToSink(stopCh)
 	r := b.NewRecorder(scheme.Scheme, "ctl")
@@ -166,7 +167,7 @@ func TestStartEventWatcher(t *testing.T) {
 
 func TestStartLogging(t *testing.T) {
 	logger, logs := bufferLogger(t)
-	b := events.NewBroadcaster(nil, record.WithLogger(logger))
+	b := events.NewBroadcaster(nil, events.WithBroadcasterOptions(record.WithLogger(logger)))
 	defer b.Shutdown()
 	stop, err := b.StartLogging(logger)
 	if err != nil {
@@ -194,7 +195,7 @@ func TestStartLogging(t *testing.T) {
 // Shutdown writes every pending series count, exactly.
 func TestShutdownFlushesSeriesCounts(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestShutdownFlushesSeriesCounts(t *testing.T) {
 func TestShutdownWithContextHangingSink(t *testing.T) {
 	s := newMemSink()
 	s.block = true
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestEventfAfterShutdown(t *testing.T) {
 
 func TestConcurrentEventf(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -309,7 +310,7 @@ func TestConcurrentEventf(t *testing.T) {
 // Shutdown while 32 goroutines record: every event is written or counted.
 func TestShutdownDuringConcurrentEventf(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestShutdownDuringConcurrentEventf(t *testing.T) {
 // Events recorded before the recording context ends are still written.
 func TestContextEndWritesWhatWasRecorded(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -17,14 +18,15 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
-// record.WithMessageLimit(-1) keeps core/v1 messages whole; an
+// record.WithMessageLimit(math.MaxInt) keeps core/v1 messages whole; an
 // events.k8s.io/v1 note must still fit the server's 1024 bytes.
 func TestNoteLimitWithUnlimitedMessages(t *testing.T) {
-	for _, limit := range []int{-1, 4096, 10} {
+	for _, limit := range []int{math.MaxInt, 4096, 10} {
 		s := newMemSink()
-		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithMessageLimit(limit))
+		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithMessageLimit(limit)))
 		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -32,9 +34,6 @@ func TestNoteLimitWithUnlimitedMessages(t *testing.T) {
 		b.Shutdown()
 		evs := s.all()
 		want := min(limit, events.MaxNoteLength)
-		if limit < 0 {
-			want = events.MaxNoteLength
-		}
 		if len(evs) != 1 || len(evs[0].Note) != want {
 			t.Errorf("WithMessageLimit(%d): %d events, note %d bytes, want %d", limit, len(evs), len(evs[0].Note), want)
 		}
@@ -69,7 +68,7 @@ func TestAdapterStartRecordingEndsWithContext(t *testing.T) {
 // event nor what other watchers see.
 func TestWatcherEventIsOwn(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -111,7 +110,7 @@ func TestWatcherEventIsOwn(t *testing.T) {
 // change them after Eventf.
 func TestReferencesCopied(t *testing.T) {
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -132,7 +131,7 @@ func TestReferencesCopied(t *testing.T) {
 func TestDeprecatedStartRecordingNilStopChEndsWithContext(t *testing.T) {
 	base := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := events.NewBroadcaster(newMemSink(), record.WithContext(ctx))
+	b := events.NewBroadcaster(newMemSink(), events.WithBroadcasterOptions(record.WithContext(ctx)))
 	b.StartRecordingToSink(nil)
 	b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	cancel()
@@ -144,7 +143,7 @@ func TestDeprecatedStartRecordingNilStopChEndsWithContext(t *testing.T) {
 // deprecated StartRecordingToSink whose stop channel never closes ends too.
 func TestDeprecatedStartEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: fake.NewClientset().EventsV1()}, record.WithContext(ctx))
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: fake.NewClientset().EventsV1()}, events.WithBroadcasterOptions(record.WithContext(ctx)))
 	b.StartRecordingToSink(make(chan struct{}))
 	cancel()
 	// Wait for the shutdown the context started (without calling

@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // emission is one AnnotatedEventf call.
@@ -204,7 +205,7 @@ func waitFor(t *testing.T, cond func() bool, what string, args ...any) {
 func heraldRun(t *testing.T, controller string, ems []emission) ([]eventsv1.Event, events.Stats) {
 	t.Helper()
 	cs := fake.NewClientset()
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

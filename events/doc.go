@@ -17,7 +17,7 @@
 // Events are keyed as client-go keys them: type, action, reason, reporting
 // controller and instance, and the whole regarding and related references
 // (not the note or the annotations: the first occurrence's are kept). The
-// first occurrence of a key is created; each later one, within FinishTime
+// first occurrence of a key is created; each later one, within 6 minutes
 // of the previous, makes the event a series: the event named as the first
 // occurrence, with Series.Count the number of occurrences and
 // Series.LastObservedTime the last one, written with client-go's patch
@@ -27,7 +27,7 @@
 // WithSeriesInterval and folds the occurrences in between into that write
 // (Stats().Coalesced), so the stored count lags by seconds, never by the 30
 // minutes of client-go's refresh, and Flush and Shutdown write every count.
-// At most DefaultCacheSize series are open; the least recently seen is
+// At most 4096 series are open; the least recently seen is
 // forgotten first, and its next occurrence starts a new event.
 //
 // # Validity

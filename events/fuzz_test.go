@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 func FuzzRecorderFields(f *testing.F) {
@@ -20,7 +21,7 @@ func FuzzRecorderFields(f *testing.F) {
 	f.Add(string(make([]byte, 300)), "é", "ééééé", "x", "ns", "a.b")
 	f.Fuzz(func(t *testing.T, reason, action, note, controller, ns, name string) {
 		s := newMemSink()
-		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klogDiscard())))
 		defer b.Shutdown()
 		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 			t.Fatal(err)

@@ -57,10 +57,3 @@ type EventBroadcaster interface {
 // the same series succeeds, the server's count includes the occurrences
 // Stats count as dropped, so Dropped can overstate what the server lacks.
 type Stats = record.Stats
-
-// Option configures a broadcaster. The options are record's (for example
-// record.WithWriteLimit, record.WithContext, record.WithLogger,
-// record.WithShutdownGracePeriod), plus WithSeriesInterval of this package.
-// record.WithCorrelatorOptions has no effect here: events.k8s.io/v1 events
-// form series instead of being aggregated and spam-filtered.
-type Option = record.BroadcasterOption

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestSeriesIntervalSpacesWrites: a series repeated every 100 ms for 10 s
@@ -22,7 +23,7 @@ func TestSeriesIntervalSpacesWrites(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cs := fake.NewClientset()
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()},
-		record.WithClock(clk), record.WithWriteLimit(-1, 0))
+		events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // losingSink stores what it is given like the API server, but loses the
@@ -67,8 +68,7 @@ func (s *losingSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte)
 func TestLostCreateAnswerIsWritten(t *testing.T) {
 	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
 	close(s.release)
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(time.Millisecond),
-		record.WithSleepDuration(time.Millisecond), events.WithSeriesInterval(0), record.WithLogger(klogDiscard()))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -88,8 +88,7 @@ func TestLostCreateAnswerIsWritten(t *testing.T) {
 func TestStatsMatchTheServerWhenAnswersAreLost(t *testing.T) {
 	for seed := range uint64(3) {
 		s := &losingSink{memSink: newMemSink(), rnd: rand.New(rand.NewPCG(seed, 7)), lose: 0.15, fail: 0.1}
-		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(time.Millisecond),
-			record.WithSleepDuration(time.Millisecond), events.WithSeriesInterval(0), record.WithLogger(klogDiscard()))
+		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
 		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 			t.Fatal(err)
 		}

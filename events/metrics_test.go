@@ -16,6 +16,7 @@ import (
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/record/metrics"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestMetrics: record/metrics serves an events.k8s.io/v1 broadcaster as it
@@ -24,7 +25,7 @@ import (
 // invalid drop.
 func TestMetrics(t *testing.T) {
 	cs := fake.NewClientset()
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, record.WithWriteLimit(-1, 0),
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})),
 		events.WithSeriesInterval(time.Hour))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {

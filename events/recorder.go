@@ -22,10 +22,10 @@ import (
 // invalid byte), then cut on a rune boundary to the bound, so that no event
 // is refused for its size.
 const (
-	MaxReasonLength            = 128
-	MaxActionLength            = 128
-	MaxReportingInstanceLength = 128
-	MaxNoteLength              = 1024
+	maxReasonLength            = 128
+	maxActionLength            = 128
+	maxReportingInstanceLength = 128
+	maxNoteLength              = 1024
 )
 
 // hostname is the host part of every recorder's reportingInstance, read
@@ -56,7 +56,7 @@ func newRecorder(core hook.Core, scheme *runtime.Scheme, controller string, logg
 		core:       core,
 		scheme:     scheme,
 		controller: controller,
-		instance:   eventname.Valid(controller+"-"+hostname, MaxReportingInstanceLength),
+		instance:   eventname.Valid(controller+"-"+hostname, maxReportingInstanceLength),
 		logger:     logger,
 	}
 	if errs := validation.IsQualifiedName(controller); len(errs) > 0 {
@@ -87,13 +87,12 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 }
 
 // noteLimit is the longest note kept: the broadcaster's message limit, at
-// most the server's MaxNoteLength (a negative limit, which keeps core/v1
-// messages whole, means MaxNoteLength here).
+// most the server's maxNoteLength.
 func (r *recorder) noteLimit() int {
-	if l := r.core.MessageLimit(); l > 0 && l < MaxNoteLength {
+	if l := r.core.MessageLimit(); l > 0 && l < maxNoteLength {
 		return l
 	}
-	return MaxNoteLength
+	return maxNoteLength
 }
 
 // emit builds the event and queues it. It never blocks. The checks are
@@ -113,17 +112,17 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	case r.badCtl != "":
 		r.core.DropInvalid(r.logger, nil, "Invalid reportingController, will not report event", func() []any {
 			return []any{"reportingController", eventname.Truncate(r.controller, 256), "problem", r.badCtl,
-				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength)}
+				"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, maxReasonLength)}
 		})
 		return
 	case reason == "" || action == "":
 		r.core.DropInvalid(r.logger, nil, "An events.k8s.io/v1 event needs a reason and an action, will not report event", func() []any {
-			return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, MaxReasonLength),
-				"action", eventname.Truncate(action, MaxActionLength)}
+			return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, maxReasonLength),
+				"action", eventname.Truncate(action, maxActionLength)}
 		})
 		return
 	}
-	ev.Reason = eventname.Valid(reason, MaxReasonLength)
+	ev.Reason = eventname.Valid(reason, maxReasonLength)
 	ev.Related = r.core.Related(r.logger, r.scheme, related, ev)
 	ev.Namespace = ref.Namespace
 	if ev.Namespace == "" {
@@ -133,7 +132,7 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	// from the object's name and EventTime.
 	ev.Annotations = ann
 	ev.EventTime = metav1.NewMicroTime(r.core.Now())
-	ev.Action = eventname.Valid(action, MaxActionLength)
+	ev.Action = eventname.Valid(action, maxActionLength)
 	ev.Message = eventname.Valid(fmt.Sprintf(note, args...), r.noteLimit())
 	ev.Type = eventtype
 	ev.ReportingController = r.controller

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // bufferLogger returns a logger whose output the test can read.
@@ -31,7 +32,7 @@ func recordWith(t *testing.T, controller string, emit func(r events.EventRecorde
 	t.Helper()
 	logger, logs := bufferLogger(t)
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithLogger(logger))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(logger)))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // creates counts the creates a fake clientset answered, by event name.
@@ -52,7 +53,7 @@ func (c *creates) twice() []string {
 func newRestartBroadcaster(t *testing.T) (events.EventBroadcaster, *memSink) {
 	t.Helper()
 	s := newMemSink()
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klogDiscard())))
 	t.Cleanup(b.Shutdown)
 	return b, s
 }
@@ -84,7 +85,7 @@ func TestStartRecordingToSinkAfterStopRestarts(t *testing.T) {
 		cs := fake.NewClientset()
 		c := countCreates(cs)
 		b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()},
-			record.WithWriteLimit(-1, 0), record.WithShutdownGracePeriod(5*time.Minute), record.WithLogger(klogDiscard()))
+			events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithShutdownGracePeriod(5*time.Minute), record.WithLogger(klogDiscard())))
 		t.Cleanup(b.Shutdown)
 		want := restartRounds(b, 1, 5, 30)
 		flush(t, b)
@@ -263,7 +264,7 @@ func TestRestartFromHandler(t *testing.T) {
 // accounted for, and no goroutine is left (goleak in TestMain).
 func TestShutdownDuringRestart(t *testing.T) {
 	for range 20 {
-		b := events.NewBroadcaster(newMemSink(), record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+		b := events.NewBroadcaster(newMemSink(), events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klogDiscard())))
 		r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
 		stop := make(chan struct{})
 		b.StartRecordingToSink(stop)

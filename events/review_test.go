@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // waitRecorded polls until at least n events were recorded.
@@ -34,7 +35,7 @@ func waitRecorded(t *testing.T, b events.EventBroadcaster, n int64) {
 func TestRestartWhileRecordingWritesOnce(t *testing.T) {
 	for round := range 20 {
 		s := newMemSink()
-		b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klogDiscard())))
 		ctx, cancel := context.WithCancel(context.Background())
 		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 			t.Fatal(err)
@@ -102,8 +103,7 @@ func (s *lostAnswerSink) Create(ctx context.Context, ev *eventsv1.Event) (*event
 // the stored count is every occurrence, nothing is counted dropped.
 func TestLostCreateAnswerKeepsTheSeries(t *testing.T) {
 	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(time.Millisecond),
-		record.WithSleepDuration(time.Millisecond), events.WithSeriesInterval(0), record.WithLogger(klogDiscard()))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

@@ -22,16 +22,16 @@ const (
 	// without a new occurrence; a later occurrence starts a new event.
 	// client-go's finishSeries forgets it between 6 and 12 minutes after
 	// the last occurrence (a 6-minute sliding tick); herald uses exactly 6.
-	FinishTime = 6 * time.Minute
+	finishTime = 6 * time.Minute
 	// DefaultSeriesInterval is the default WithSeriesInterval: the longest
 	// a stored series count lags behind the occurrences (client-go: up to
 	// 30 minutes, its refresh period).
-	DefaultSeriesInterval = 2 * time.Second
+	defaultSeriesInterval = 2 * time.Second
 	// DefaultCacheSize is how many open series (and single events that may
 	// become one) are remembered; the least recently seen is forgotten
 	// first, and its next occurrence starts a new event. client-go's cache
 	// is unbounded.
-	DefaultCacheSize = 4096
+	defaultCacheSize = 4096
 )
 
 // seriesCorrelator forms events.k8s.io/v1 series with client-go's key and
@@ -77,7 +77,7 @@ func (c *seriesCorrelator) EventCorrelate(ev *v1.Event) (*correlator.EventCorrel
 	c.st.Correlated++
 	if v, ok := c.cache.Get(key); ok {
 		s := v.(*series)
-		if now.Sub(s.last) <= FinishTime {
+		if now.Sub(s.last) <= finishTime {
 			if s.count < math.MaxInt32 {
 				s.count++
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 var t0 = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
@@ -22,8 +23,7 @@ var t0 = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 func newClockBroadcaster(t *testing.T, s events.EventSink, opts ...events.Option) (events.EventBroadcaster, *clocktesting.FakeClock) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(t0)
-	b := events.NewBroadcaster(s, append([]events.Option{record.WithClock(clk), record.WithWriteLimit(-1, 0),
-		record.WithSleepDuration(time.Second), record.WithRetryBackoff(time.Second)}, opts...)...)
+	b := events.NewBroadcaster(s, append([]events.Option{events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited, MaxDelay: time.Second, BaseDelay: time.Second}))}, opts...)...)
 	t.Cleanup(b.Shutdown)
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestSeriesFinishTime(t *testing.T) {
 
 func TestSeriesLRUEviction(t *testing.T) {
 	s := newMemSink()
-	b, clk := newClockBroadcaster(t, s, record.WithQueueLength(10000))
+	b, clk := newClockBroadcaster(t, s, events.WithBroadcasterOptions(record.WithQueueLength(10000)))
 	r := b.NewRecorder(scheme.Scheme, "ctl")
 	first := pod("ns", "first")
 	r.Eventf(first, nil, v1.EventTypeWarning, "R", "A", "n")
@@ -223,7 +223,7 @@ func TestSeriesNewEventWhileOldCountPending(t *testing.T) {
 		default:
 		}
 	}
-	b, clk := newClockBroadcaster(t, s, events.WithSeriesInterval(0))
+	b, clk := newClockBroadcaster(t, s, events.WithSeriesInterval(events.NoSeriesInterval))
 	r := b.NewRecorder(scheme.Scheme, "ctl")
 	p := pod("ns", "p")
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")

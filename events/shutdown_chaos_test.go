@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // gatedSink is a memSink whose every call waits until a goroutine lets one
@@ -95,13 +96,12 @@ func TestStatsAfterShutdownUnderChaos(t *testing.T) {
 func eventsChaosRound(t *testing.T, seed uint64) {
 	const goroutines = 64
 	base := goleak.IgnoreCurrent()
-	sink := &gatedSink{memSink: newMemSink(), gate: make(chan struct{}, 8)}
-	b := events.NewBroadcaster(sink,
-		record.WithLogger(klogDiscard()),
-		record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))),
-		record.WithWriteLimit(-1, 0),
-		record.WithQueueLength(1000),
-		record.WithShutdownGracePeriod(2*time.Millisecond),
+	gs := &gatedSink{memSink: newMemSink(), gate: make(chan struct{}, 8)}
+	b := events.NewBroadcaster(gs,
+		events.WithBroadcasterOptions(record.WithLogger(klogDiscard()),
+			record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)), QPS: sink.Unlimited}),
+			record.WithQueueLength(1000),
+			record.WithShutdownGracePeriod(2*time.Millisecond)),
 	)
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func eventsChaosRound(t *testing.T, seed uint64) {
 						fail("seed %d: negative gauge: %+v", seed, s)
 					}
 				case n < 60:
-					sink.letThrough(1 + r.IntN(4))
+					gs.letThrough(1 + r.IntN(4))
 				case n < 64 && g%4 == 0 && len(stops) == 0:
 					switch r.IntN(4) {
 					case 0:

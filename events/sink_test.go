@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 type request struct{ method, path, contentType, body, userAgent string }
@@ -85,7 +86,7 @@ func TestEventSinkImplOverHTTP(t *testing.T) {
 	if cfg.QPS != 1 || cfg.UserAgent != "mine" {
 		t.Errorf("NewForConfig changed cfg: %+v", cfg)
 	}
-	b := events.NewBroadcaster(s, record.WithWriteLimit(-1, 0), record.WithRetryBackoff(1), record.WithSleepDuration(1))
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: 1, MaxDelay: 1})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

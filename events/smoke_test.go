@@ -12,11 +12,12 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 func TestSeriesSmoke(t *testing.T) {
 	cs := fake.NewClientset()
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, record.WithWriteLimit(-1, 0))
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	defer b.Shutdown()
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatal(err)

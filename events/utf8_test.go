@@ -21,6 +21,7 @@ import (
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/internal/testing/utf8check"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // validateEventsV1Create is what the API server checks of an
@@ -143,7 +144,7 @@ func FuzzRecorderUTF8(f *testing.F) {
 	f.Add("R\xff", "A\xfe", strings.Repeat("\xff", 1024))
 	f.Add(strings.Repeat("é", 64)+"\xff", strings.Repeat("\xc3", 200), strings.Repeat("x\xff\xfe", 500))
 	vs := &validatingSink{memSink: newMemSink()}
-	b := events.NewBroadcaster(vs, record.WithWriteLimit(-1, 0), record.WithLogger(klogDiscard()))
+	b := events.NewBroadcaster(vs, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klogDiscard())))
 	f.Cleanup(b.Shutdown)
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		f.Fatal(err)

@@ -128,7 +128,7 @@ func (c catalog) names() []string {
 func heraldCatalog(t *testing.T) catalog {
 	t.Helper()
 	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	b := record.NewBroadcaster(record.WithClock(clock), record.WithWriteLimit(-1, 0),
+	b := record.NewBroadcaster(record.WithSinkOptions(sink.Options{Clock: clock, QPS: sink.Unlimited}),
 		record.WithLogger(logr.Discard())) // the drops below are meant
 	defer b.Shutdown()
 	fake := sinktest.New()

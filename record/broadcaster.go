@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/ratelog"
 	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // broadcaster is herald's EventBroadcaster: a watch.Broadcaster fanning
@@ -89,7 +90,11 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 // writes have no rate limit, so a test's burst of events is written at the
 // speed of its fake sink rather than herald's default 50 writes/s.
 func NewBroadcasterForTests(sleepDuration time.Duration) EventBroadcaster {
-	return NewBroadcaster(WithSleepDuration(sleepDuration), WithWriteLimit(-1, 0))
+	maxDelay := sleepDuration
+	if maxDelay <= 0 {
+		maxDelay = sink.NoWait
+	}
+	return NewBroadcaster(WithSinkOptions(sink.Options{QPS: sink.Unlimited, MaxDelay: maxDelay}))
 }
 
 // NewBroadcasterWithCorrelatorOptions is client-go's shorthand for

@@ -116,9 +116,13 @@ func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 		return apiwatch.NewEmptyWatch()
 	}
 	p := &sinkPipeline{corr: eb.newCorrelator()}
-	opts := eb.cfg.engine
+	opts := hook.SetKeyInterval(eb.cfg.engine, eb.cfg.keyInterval).(sink.Options)
+	userOnWritten := opts.OnWritten
 	opts.OnWritten = func(key string, sent, stored *v1.Event) {
 		p.corr.UpdateStateForWrite(key, sent.Name, stored)
+		if userOnWritten != nil {
+			userOnWritten(key, sent, stored)
+		}
 	}
 	engine, err := sink.NewEngine(s, opts)
 	if err != nil {

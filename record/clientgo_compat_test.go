@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/heraldk8s/herald/internal/testing/compat/assert"
+	"github.com/heraldk8s/herald/sink"
 	"go.uber.org/goleak"
 
 	v1 "k8s.io/api/core/v1"
@@ -127,7 +128,7 @@ func newBroadcasterForTests(tb testing.TB) EventBroadcaster {
 	// herald: writes are rate-limited (50/s by default); a broadcaster made
 	// for tests has no limit, as NewBroadcasterForTests, or the 5,000 writes
 	// of TestLotsOfEvents take 100 s.
-	caster := NewBroadcaster(WithSleepDuration(0), WithContext(ctx), WithWriteLimit(-1, 0))
+	caster := NewBroadcaster(WithSleepDuration(0), WithContext(ctx), WithSinkOptions(sink.Options{QPS: sink.Unlimited}))
 	tb.Cleanup(caster.Shutdown)
 	return caster
 }

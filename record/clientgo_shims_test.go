@@ -56,7 +56,7 @@ func (e *eventBroadcasterImpl) recordToSink(s EventSink, event *v1.Event, eventC
 	if err != nil || res.Skip {
 		return
 	}
-	engine, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: -1, MaxDelay: -1, OnWritten: func(key string, sent, stored *v1.Event) {
+	engine, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: sink.Unlimited, MaxDelay: sink.NoWait, OnWritten: func(key string, sent, stored *v1.Event) {
 		eventCorrelator.UpdateStateForWrite(key, sent.Name, stored)
 	}})
 	if err != nil {

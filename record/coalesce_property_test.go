@@ -75,8 +75,7 @@ func flushStepping(t *testing.T, eb record.EventBroadcaster, clk *clocktesting.F
 }
 
 func recordNewBroadcaster(ctx context.Context, clk *clocktesting.FakeClock, corr record.CorrelatorOptions) record.EventBroadcaster {
-	return record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(-1, 0),
-		record.WithSleepDuration(time.Second), record.WithMaxTries(1000), record.WithCorrelatorOptions(corr))
+	return record.NewBroadcaster(record.WithContext(ctx), record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited, MaxDelay: time.Second, MaxTries: 1000}), record.WithCorrelatorOptions(corr))
 }
 
 // Issue 8's reproduction: the correlator forgets keys (LRU of 16) while the
@@ -140,7 +139,7 @@ func TestTimedOutFlushesKeepNothing(t *testing.T) {
 		return apierrors.NewServiceUnavailable("down")
 	})
 	clk := clocktesting.NewFakeClock(t0) // never stepped: no probe after the first failures
-	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(-1, 0))
+	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited}))
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -191,7 +190,7 @@ func TestStatsShowServerState(t *testing.T) {
 		return nil
 	})
 	clk := clocktesting.NewFakeClock(t0)
-	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(-1, 0), record.WithSleepDuration(time.Second))
+	eb := record.NewBroadcaster(record.WithContext(ctx), record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited, MaxDelay: time.Second}))
 	defer eb.Shutdown()
 	eb.StartRecordingToSink(s)
 	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"})
@@ -232,8 +231,7 @@ func TestWithAdaptiveWriteRate(t *testing.T) {
 				return nil
 			})
 			clk := clocktesting.NewFakeClock(t0)
-			eb := record.NewBroadcaster(record.WithContext(ctx), record.WithClock(clk), record.WithWriteLimit(20, 20),
-				record.WithSleepDuration(time.Second), record.WithAdaptiveWriteRate(on))
+			eb := record.NewBroadcaster(record.WithContext(ctx), record.WithSinkOptions(sink.Options{Clock: clk, QPS: 20, Burst: 20, MaxDelay: time.Second, DisableAdaptiveRate: !(on)}))
 			defer eb.Shutdown()
 			eb.StartRecordingToSink(s)
 			eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl"}).Eventf(pod("ns", "p"), v1.EventTypeWarning, "Failed", "m")

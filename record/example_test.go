@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -20,8 +21,7 @@ import (
 // token bucket, hence WithWriteLimit(-1, 0).
 func exampleOptions() []record.BroadcasterOption {
 	return []record.BroadcasterOption{
-		record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
-		record.WithWriteLimit(-1, 0),
+		record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), QPS: sink.Unlimited}),
 	}
 }
 

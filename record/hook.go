@@ -20,7 +20,7 @@ func init() {
 	hook.WithKeyInterval = func(d time.Duration) any {
 		return BroadcasterOption(func(c *config) {
 			if d >= 0 {
-				c.engine.KeyInterval = d
+				c.keyInterval = d
 			}
 		})
 	}
@@ -62,7 +62,7 @@ func (eb *broadcaster) newCorrelator() hook.Correlator {
 	if f := eb.cfg.newCorrelator; f != nil {
 		return f(eb.cfg.clock)
 	}
-	return correlator.NewEventCorrelatorWithOptions(eb.cfg.correlator)
+	return correlator.NewWithMessageLimit(eb.cfg.correlator, eb.cfg.messageLimit)
 }
 
 var (

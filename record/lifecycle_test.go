@@ -22,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -390,24 +391,29 @@ func TestStartAfterShutdownStartsNothing(t *testing.T) {
 }
 
 // TestBadOptionsMeanDefaults: zero means the default; a negative or absurd
-// value means the default too, with one error log naming the option, and
-// never a panic or a refused sink.
+// value means the default too, with one error log naming the option (the
+// broadcaster's own, or the sink.Options field, logged by the sink's
+// engine), and never a panic or a refused sink.
 func TestBadOptionsMeanDefaults(t *testing.T) {
+	const broadcaster, engine = "Invalid broadcaster option", "Invalid sink option"
 	for _, tc := range []struct {
-		option string
-		opt    record.BroadcasterOption
+		option, log string
+		opt         record.BroadcasterOption
 	}{
-		{"WithQueueLength", record.WithQueueLength(1 << 62)},
-		{"WithQueueLength", record.WithQueueLength(-1)},
-		{"WithWorkers", record.WithWorkers(-1)},
-		{"WithWorkers", record.WithWorkers(1 << 40)},
-		{"WithMaxPending", record.WithMaxPending(-1)},
-		{"WithMaxTries", record.WithMaxTries(-3)},
-		{"WithRequestTimeout", record.WithRequestTimeout(-time.Second)},
-		{"WithRetryBackoff", record.WithRetryBackoff(-time.Second)},
-		{"WithShutdownGracePeriod", record.WithShutdownGracePeriod(-time.Second)},
-		{"WithWriteLimit burst", record.WithWriteLimit(10, -1)},
-		{"WithWriteLimit qps", record.WithWriteLimit(math.NaN(), 10)},
+		{"WithQueueLength", broadcaster, record.WithQueueLength(1 << 62)},
+		{"WithQueueLength", broadcaster, record.WithQueueLength(-1)},
+		{"WithMessageLimit", broadcaster, record.WithMessageLimit(-1)},
+		{"WithShutdownGracePeriod", broadcaster, record.WithShutdownGracePeriod(-time.Second)},
+		{"Workers", engine, record.WithSinkOptions(sink.Options{Workers: -1})},
+		{"Workers", engine, record.WithSinkOptions(sink.Options{Workers: 1 << 40})},
+		{"MaxPending", engine, record.WithSinkOptions(sink.Options{MaxPending: -1})},
+		{"MaxTries", engine, record.WithSinkOptions(sink.Options{MaxTries: -3})},
+		{"RequestTimeout", engine, record.WithSinkOptions(sink.Options{RequestTimeout: -time.Second})},
+		{"BaseDelay", engine, record.WithSinkOptions(sink.Options{BaseDelay: -time.Second})},
+		{"MaxDelay", engine, record.WithSinkOptions(sink.Options{MaxDelay: -time.Second})},
+		{"Burst", engine, record.WithSinkOptions(sink.Options{QPS: 10, Burst: -1})},
+		{"QPS", engine, record.WithSinkOptions(sink.Options{QPS: math.NaN(), Burst: 10})},
+		{"QPS", engine, record.WithSinkOptions(sink.Options{QPS: -1})},
 	} {
 		t.Run(tc.option, func(t *testing.T) {
 			e := newEnv(t, tc.opt)
@@ -417,19 +423,48 @@ func TestBadOptionsMeanDefaults(t *testing.T) {
 				t.Errorf("%d events written, want 1", n)
 			}
 			logs := e.logs()
-			if n := strings.Count(logs, "Invalid broadcaster option"); n != 1 || !strings.Contains(logs, `option="`+tc.option+`"`) {
-				t.Errorf("want one error naming %s, logs:\n%s", tc.option, logs)
+			if n := strings.Count(logs, tc.log); n != 1 || !strings.Contains(logs, `option="`+tc.option+`"`) {
+				t.Errorf("want one error %q naming %s, logs:\n%s", tc.log, tc.option, logs)
 			}
 		})
 	}
 	t.Run("zero", func(t *testing.T) {
-		e := newEnv(t, record.WithQueueLength(0), record.WithWorkers(0), record.WithMaxPending(0), record.WithMaxTries(0))
+		e := newEnv(t, record.WithQueueLength(0), record.WithMessageLimit(0), record.WithShutdownGracePeriod(0),
+			record.WithSinkOptions(sink.Options{Workers: 0, MaxPending: 0, MaxTries: 0}))
 		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
 		e.flush()
-		if strings.Contains(e.logs(), "Invalid broadcaster option") {
-			t.Errorf("zero values logged as invalid:\n%s", e.logs())
+		if logs := e.logs(); strings.Contains(logs, broadcaster) || strings.Contains(logs, engine) {
+			t.Errorf("zero values logged as invalid:\n%s", logs)
 		}
 	})
+}
+
+// TestSinkOptionsAddUp: WithSinkOptions given more than once (and
+// WithSleepDuration) each set the fields they give, the later winning; the
+// clock given there is the recorders' clock too.
+func TestSinkOptionsAddUp(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 1, 2, 3, 0, time.UTC))
+	var written atomic.Int64
+	s := sinktest.New()
+	eb := record.NewBroadcaster(
+		record.WithSinkOptions(sink.Options{Clock: clk, QPS: sink.Unlimited, Workers: 2}),
+		record.WithSleepDuration(0),
+		record.WithSinkOptions(sink.Options{Workers: 3, OnWritten: func(string, *v1.Event, *v1.Event) { written.Add(1) }}),
+	)
+	defer eb.Shutdown()
+	eb.StartRecordingToSink(s)
+	eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"}).Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
+	if err := eb.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs := s.Events()
+	if len(evs) != 1 || !evs[0].FirstTimestamp.Time.Equal(clk.Now()) || written.Load() != 1 {
+		t.Fatalf("events %v (want one stamped %v by the fake clock of the first WithSinkOptions), OnWritten of the second called %d times, want 1",
+			evs, clk.Now(), written.Load())
+	}
+	if st := eb.Stats(); st.WriteRate != math.Inf(1) {
+		t.Errorf("write rate %v, want +Inf: the first WithSinkOptions' QPS Unlimited is kept by the second", st.WriteRate)
+	}
 }
 
 // TestIdentityInEveryConfiguration: Stats places every recorded event in
@@ -437,7 +472,7 @@ func TestBadOptionsMeanDefaults(t *testing.T) {
 // several sinks and with a refused (nil) sink.
 func TestIdentityInEveryConfiguration(t *testing.T) {
 	newBare := func(t *testing.T) (record.EventBroadcaster, record.EventRecorder) {
-		eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0))
+		eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}))
 		t.Cleanup(eb.Shutdown)
 		return eb, eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
 	}
@@ -560,7 +595,7 @@ func TestStartStopCyclesKeepNoMemory(t *testing.T) {
 // broadcaster's incoming queue (a stopped watcher is offered nothing more).
 func TestSinkWatchStopKeepsWhatWasRecorded(t *testing.T) {
 	s := sinktest.New()
-	eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0))
+	eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}))
 	w := eb.StartRecordingToSink(s)
 	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
 	const n = 5000
@@ -607,8 +642,7 @@ func TestShutdownCountsWhatAStuckKeyFunctionHolds(t *testing.T) {
 				// event is filtered when its key function returns.
 				opts.BurstSize = -1
 			}
-			eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0), record.WithCorrelatorOptions(opts),
-				record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))))
+			eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))}), record.WithCorrelatorOptions(opts))
 			eb.StartRecordingToSink(sinktest.New())
 			rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
 			rec.Event(pod("ns", "p"), v1.EventTypeNormal, "Stuck", "m")

@@ -28,6 +28,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -70,7 +71,7 @@ func newEnv(t *testing.T, opts ...record.BroadcasterOption) *env {
 		b := u.GetBuffer()
 		e.log = &b
 	}
-	base := []record.BroadcasterOption{record.WithLogger(logger), record.WithClock(e.clock), record.WithWriteLimit(-1, 0)}
+	base := []record.BroadcasterOption{record.WithLogger(logger), record.WithSinkOptions(sink.Options{Clock: e.clock, QPS: sink.Unlimited})}
 	e.eb = record.NewBroadcaster(append(base, opts...)...)
 	e.eb.StartRecordingToSink(e.sink)
 	e.rec = e.eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ctrl", Host: "node-1"})
@@ -248,7 +249,7 @@ func TestSpamFilterKeepsReasonsApart(t *testing.T) {
 }
 
 func TestShutdownFlushesEverything(t *testing.T) {
-	e := newEnv(t, record.WithWorkers(8), record.WithQueueLength(10000))
+	e := newEnv(t, record.WithSinkOptions(sink.Options{Workers: 8}), record.WithQueueLength(10000))
 	for i := range 5000 {
 		e.rec.Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "Created", "hello")
 	}
@@ -346,7 +347,7 @@ func TestWatchersAndLogging(t *testing.T) {
 
 func TestClientGoSinkPlugsIn(t *testing.T) {
 	cs := fake.NewClientset()
-	eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0))
+	eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}))
 	defer eb.Shutdown()
 	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"}).Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
@@ -367,7 +368,7 @@ func TestAccountingIdentity(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 7))
 			var mu sync.Mutex
-			e := newEnv(t, record.WithMaxTries(2), record.WithMaxPending(30), record.WithQueueLength(100),
+			e := newEnv(t, record.WithSinkOptions(sink.Options{MaxTries: 2, MaxPending: 30}), record.WithQueueLength(100),
 				record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 5}))
 			gr := schema.GroupResource{Resource: "events"}
 			e.sink.SetFault(func(ctx context.Context, _ sinktest.Op, ev *v1.Event) error {

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -132,8 +133,7 @@ func chaosRound(t *testing.T, seed uint64) {
 	defer releaseKeys()
 	eb := record.NewBroadcaster(
 		record.WithLogger(logr.Discard()),
-		record.WithClock(clocktesting.NewFakeClock(t0)),
-		record.WithWriteLimit(-1, 0),
+		record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(t0), QPS: sink.Unlimited}),
 		record.WithQueueLength(1000),
 		record.WithCorrelatorOptions(record.CorrelatorOptions{KeyFunc: cs.keyFunc}),
 		// Shutdown, a stopped sink's flush and its watch's Stop wait 2 ms

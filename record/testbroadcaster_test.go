@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -32,7 +33,7 @@ func failFirst(s *sinktest.Sink, n int64) *atomic.Int64 {
 // client-go: a zero sleep duration retries at once. With a fake clock that
 // never moves, any wait between tries would never end.
 func TestZeroSleepDurationRetriesAtOnce(t *testing.T) {
-	e := newEnv(t, record.WithSleepDuration(0))
+	e := newEnv(t, record.WithSinkOptions(sink.Options{MaxDelay: sink.NoWait}))
 	calls := failFirst(e.sink, 5)
 	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
 	e.flush() // fails after 20 s if a retry waits for the clock

@@ -22,6 +22,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/testing/utf8check"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -138,11 +139,11 @@ func FuzzRecorderUTF8(f *testing.F) {
 	f.Add("Reason", "host", "message")
 	f.Add("R\xff", "h\xfe", strings.Repeat("\xff", 1024))
 	f.Add(strings.Repeat("é", 64)+"\xff", strings.Repeat("\xc3", 200), strings.Repeat("x\xff\xfe", 500))
-	const limit = record.DefaultMessageLimit
+	const limit = 1024
 	check := &serverCheck{messageLimit: limit}
 	s := sinktest.New()
 	s.SetFault(check.fault)
-	b := record.NewBroadcaster(record.WithWriteLimit(-1, 0), record.WithLogger(klog.Logger{}))
+	b := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(klog.Logger{}))
 	f.Cleanup(b.Shutdown)
 	b.StartRecordingToSink(s)
 	var n atomic.Int64

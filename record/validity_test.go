@@ -101,7 +101,7 @@ func TestCombinedMessageRespectsLimit(t *testing.T) {
 	e.flush()
 	evs := checkWritten(t, e, 10)
 	for _, ev := range evs {
-		if len(ev.Message) > record.DefaultMessageLimit || !utf8.ValidString(ev.Message) {
+		if len(ev.Message) > 1024 || !utf8.ValidString(ev.Message) {
 			t.Errorf("message of %s: %d bytes, valid UTF-8 %v", ev.Name, len(ev.Message), utf8.ValidString(ev.Message))
 		}
 	}

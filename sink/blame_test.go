@@ -188,7 +188,7 @@ func TestSchedServerFailingForEveryone(t *testing.T) {
 // looking down for the others.
 func TestSchedProbeIsNotTheRefusedKey(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{QPS: -1}, t0)
+	s := newTestSched(t, Options{QPS: Unlimited}, t0)
 	// The oldest events are of namespace "broken".
 	s.add("b1", nsItem("broken", "b1", t0), t0)
 	s.add("b2", nsItem("broken", "b2", t0), t0)
@@ -256,7 +256,7 @@ func TestSchedMarksWritesThatMayHaveBeenStored(t *testing.T) {
 		{faultLimited, 0, false},
 		{faultShed, time.Second, false},
 	} {
-		s := newTestSched(t, Options{QPS: -1}, t0)
+		s := newTestSched(t, Options{QPS: Unlimited}, t0)
 		s.add("warm", schedItem("w", t0), t0)
 		writeOK(t, s, t0)
 		s.add("k", schedItem("k", t0), t0)

@@ -57,7 +57,7 @@ func TestEngineChaos(t *testing.T) {
 			})
 			// Odd seeds with a KeyInterval: keys wait for it, Flushes release them.
 			keyInterval := time.Duration(seed%2) * 2 * time.Millisecond
-			eng, err := sink.NewEngine(s, sink.Options{Workers: 4, QPS: -1, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, RequestTimeout: 20 * time.Millisecond, KeyInterval: keyInterval})
+			eng, err := sink.NewEngine(s, sink.WithKeyInterval(sink.Options{Workers: 4, QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, RequestTimeout: 20 * time.Millisecond}, keyInterval))
 			if err != nil {
 				t.Fatal(err)
 			}

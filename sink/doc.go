@@ -97,7 +97,8 @@
 // (healthy, shedding, probing), the current rate, the events held back and
 // the age of the oldest pending event.
 //
-// Options.KeyInterval (off by default) spaces the writes of each key: a hot
+// A key interval (the events package's series interval; none for core/v1
+// events) spaces the writes of each key: a hot
 // series (one event repeated many times a second) is then written at most
 // once per interval, counted from when the key's previous write was sent,
 // its newest state carrying the repeats in between. Other keys are not

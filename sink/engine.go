@@ -57,30 +57,29 @@ type Engine struct {
 	logger  klog.Logger
 	c       counters
 	drops   *ratelog.Limiter // one loud log line per reason and interval
+	invalid []invalidOption  // fields of the Options given, reset to their default; logged by Start
 }
 
 // NewEngine returns an engine writing to s. It starts nothing: call Start.
-// It returns an error for a nil sink (a nil interface or a nil pointer) or a
-// negative option.
+// It returns an error for a nil sink (a nil interface or a nil pointer)
+// only: a field of opts out of range means its default (Start logs it).
 func NewEngine(s EventSink, opts Options) (*Engine, error) {
 	if isNil(s) {
 		return nil, errorf("nil EventSink")
 	}
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
+	o, invalid := opts.withDefaults()
 	now := o.Clock.Now()
 	e := &Engine{
-		sink:   s,
-		opts:   o,
-		wake:   make(chan struct{}, 1),
-		work:   make(chan *task, o.Workers),
-		quit:   make(chan struct{}),
-		disp:   make(chan struct{}),
-		s:      newSched(o, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now),
-		drops:  ratelog.New(numReasons),
-		logger: klog.Background(),
+		sink:    s,
+		opts:    o,
+		wake:    make(chan struct{}, 1),
+		work:    make(chan *task, o.Workers),
+		quit:    make(chan struct{}),
+		disp:    make(chan struct{}),
+		s:       newSched(o, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now),
+		drops:   ratelog.New(numReasons),
+		logger:  klog.Background(),
+		invalid: invalid,
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return e, nil
@@ -101,6 +100,9 @@ func (e *Engine) Start(ctx context.Context) {
 	e.started = true
 	e.logger = klog.FromContext(ctx)
 	e.ctx = klog.NewContext(e.ctx, e.logger)
+	for _, b := range e.invalid {
+		e.logger.Error(nil, "Invalid sink option, using its default", "option", b.field, "value", b.value, "default", b.def)
+	}
 	e.idle = e.opts.Workers
 	e.wg.Add(e.opts.Workers)
 	for range e.opts.Workers {

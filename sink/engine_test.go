@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +18,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
@@ -55,7 +59,7 @@ func newHarness(t *testing.T, opts sink.Options) *harness {
 		opts.Clock = h.clock
 	}
 	if opts.QPS == 0 {
-		opts.QPS = -1
+		opts.QPS = sink.Unlimited
 	}
 	eng, err := sink.NewEngine(h.sink, opts)
 	if err != nil {
@@ -263,7 +267,7 @@ func (*nilSink) CreateContext(context.Context, *v1.Event) (*v1.Event, error) { r
 
 func TestBadResponseIsCountedNotACrash(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	eng, err := sink.NewEngine(&nilSink{}, sink.Options{QPS: -1})
+	eng, err := sink.NewEngine(&nilSink{}, sink.Options{QPS: sink.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,12 +475,45 @@ func TestAccountingIdentity(t *testing.T) {
 	}
 }
 
-func TestNewEngineRejectsBadConfig(t *testing.T) {
+// TestNewEngineOptions: a nil sink is refused; an option out of range
+// means its default, and Start logs one error naming each such field, and
+// the engine writes as with the defaults.
+func TestNewEngineOptions(t *testing.T) {
 	if _, err := sink.NewEngine(nil, sink.Options{}); err == nil {
 		t.Fatal("nil sink accepted")
 	}
-	if _, err := sink.NewEngine(sinktest.New(), sink.Options{Workers: -1}); err == nil {
-		t.Fatal("negative workers accepted")
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	s := sinktest.New()
+	eng, err := sink.NewEngine(s, sink.Options{Workers: 5000, QPS: math.NaN(), Burst: -3, MaxTries: -1, MaxPending: -1,
+		BaseDelay: -time.Second, MaxDelay: -time.Second, RequestTimeout: -1})
+	if err != nil {
+		t.Fatalf("NewEngine with invalid options: %v, want an engine using the defaults", err)
+	}
+	ctx := context.Background()
+	eng.Start(klog.NewContext(ctx, logger))
+	defer eng.Stop(ctx)
+	eng.Add("k", event("e", 1), nil)
+	if err := eng.Flush(ctx); err != nil || len(s.Events()) != 1 {
+		t.Fatalf("flush: %v, %d events stored, want 1", err, len(s.Events()))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, field := range []string{"Workers", "QPS", "Burst", "MaxTries", "MaxPending", "BaseDelay", "MaxDelay", "RequestTimeout"} {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, `"Invalid sink option, using its default"`) && strings.Contains(l, `"option"="`+field+`"`) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d log lines for the invalid %s, want 1:\n%s", n, field, strings.Join(lines, "\n"))
+		}
 	}
 }
 

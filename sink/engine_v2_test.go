@@ -259,7 +259,7 @@ func (s *emptySink) Patch(*v1.Event, []byte) (*v1.Event, error) {
 func TestEmptyResponseIsBadResponse(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	s := &emptySink{}
-	eng, err := sink.NewEngine(s, sink.Options{QPS: -1})
+	eng, err := sink.NewEngine(s, sink.Options{QPS: sink.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestStopKeepsDeadlineWithStuckSinks(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			b := &blockingSink{release: make(chan struct{}), entered: make(chan struct{})}
 			s := tc.sink(b)
-			eng, err := sink.NewEngine(s, sink.Options{Workers: 2, QPS: -1})
+			eng, err := sink.NewEngine(s, sink.Options{Workers: 2, QPS: sink.Unlimited})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -388,7 +388,7 @@ func TestStopCancelsClientGoSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}
-	eng, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: -1})
+	eng, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: sink.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package sink
 
+import "time"
+
 // WaitersForTest counts the Flush waits held by e's pending writes.
 func WaitersForTest(e *Engine) int {
 	e.mu.Lock()
@@ -17,9 +19,16 @@ func WaitersForTest(e *Engine) int {
 }
 
 // EntriesForTest counts the keys e remembers: with writes waiting or under
-// way, or written within their KeyInterval.
+// way, or written within their key interval.
 func EntriesForTest(e *Engine) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.s.entries)
+}
+
+// WithKeyInterval returns o with its key interval (set by the events
+// package through internal/hook) set to d.
+func WithKeyInterval(o Options, d time.Duration) Options {
+	o.keyInterval = d
+	return o
 }

@@ -46,7 +46,7 @@ func (e *Engine) barrier() *barrier {
 	if b.remaining == 0 {
 		close(b.done)
 	}
-	// A Flush does not wait out the keys' intervals (Options.KeyInterval):
+	// A Flush does not wait out the keys' intervals (Options.keyInterval):
 	// what it waits for is written now.
 	released := b.remaining > 0 && e.s.releaseDelayed()
 	e.mu.Unlock()

@@ -28,7 +28,7 @@ func schedItem(name string, now time.Time) *item {
 // the 50; another key is not delayed.
 func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{KeyInterval: 2 * time.Second, QPS: -1}, t0)
+	s := newTestSched(t, WithKeyInterval(Options{QPS: Unlimited}, 2*time.Second), t0)
 	s.add("hot", schedItem("e", t0), t0)
 	first, _ := s.next(t0)
 	if first == nil {
@@ -77,7 +77,7 @@ func TestSchedKeyIntervalDelaysOnlyItsKey(t *testing.T) {
 // interval applies after the retry succeeds.
 func TestSchedKeyIntervalNotForRetries(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{KeyInterval: time.Hour, QPS: -1, BaseDelay: time.Second, MaxDelay: time.Second}, t0)
+	s := newTestSched(t, WithKeyInterval(Options{QPS: Unlimited, BaseDelay: time.Second, MaxDelay: time.Second}, time.Hour), t0)
 	s.add("k", schedItem("e", t0), t0)
 	tk, _ := s.next(t0)
 	s.finish(tk, testResult(outFailed, 0, false), t0)
@@ -97,7 +97,7 @@ func TestSchedKeyIntervalNotForRetries(t *testing.T) {
 // scheduler runs: the engine does not grow with the number of keys seen.
 func TestSchedKeyIntervalForgetsKeys(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{KeyInterval: time.Second, QPS: -1, Workers: 1, MaxPending: 1 << 30}, t0)
+	s := newTestSched(t, WithKeyInterval(Options{QPS: Unlimited, Workers: 1, MaxPending: 1 << 30}, time.Second), t0)
 	const n = 100000
 	for i := range n {
 		now := t0.Add(time.Duration(i) * time.Microsecond)

@@ -38,7 +38,7 @@ func (h *harness) writes() []sinktest.Call {
 // KeyInterval of 2 s is written about once per interval, and the last write
 // carries its final state.
 func TestKeyIntervalHotSeries(t *testing.T) {
-	h := newHarness(t, sink.Options{KeyInterval: 2 * time.Second})
+	h := newHarness(t, sink.WithKeyInterval(sink.Options{}, 2*time.Second))
 	var mu sync.Mutex
 	var at []time.Time // when each write reached the sink
 	h.sink.SetFault(func(context.Context, sinktest.Op, *v1.Event) error {
@@ -88,7 +88,7 @@ func TestKeyIntervalHotSeries(t *testing.T) {
 // A key waiting for its interval is pending but not held back, and a
 // Flush writes it at once, without waiting out the interval.
 func TestKeyIntervalFlushDoesNotWait(t *testing.T) {
-	h := newHarness(t, sink.Options{KeyInterval: time.Hour})
+	h := newHarness(t, sink.WithKeyInterval(sink.Options{}, time.Hour))
 	h.eng.Add("k", event("e", 1), nil)
 	h.until("first write", func(s sink.Stats) bool { return s.Created == 1 && s.InFlight == 0 })
 	h.clock.Step(time.Second)
@@ -120,7 +120,7 @@ func TestKeyIntervalFlushDoesNotWait(t *testing.T) {
 // A Flush registered while a key's write is under way, with a newer state
 // queued behind it, does not wait out the interval that write starts.
 func TestKeyIntervalFlushDuringWrite(t *testing.T) {
-	h := newHarness(t, sink.Options{KeyInterval: time.Hour})
+	h := newHarness(t, sink.WithKeyInterval(sink.Options{}, time.Hour))
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	h.sink.SetFault(func(ctx context.Context, op sinktest.Op, ev *v1.Event) error {
@@ -151,7 +151,7 @@ func TestKeyIntervalFlushDuringWrite(t *testing.T) {
 func TestKeyIntervalZeroWritesAtOnce(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		t.Run(fmt.Sprint(d), func(t *testing.T) {
-			h := newHarness(t, sink.Options{KeyInterval: d})
+			h := newHarness(t, sink.WithKeyInterval(sink.Options{}, d))
 			h.eng.Add("k", event("e", 1), nil)
 			h.until("first write", func(s sink.Stats) bool { return s.Created == 1 && s.InFlight == 0 })
 			h.eng.Add("k", event("e", 2), patchFor(2))
@@ -165,7 +165,7 @@ func TestKeyIntervalZeroWritesAtOnce(t *testing.T) {
 // Keys written once are remembered for their interval only: once it has
 // passed and the dispatcher ran, the engine holds no entry.
 func TestKeyIntervalForgetsWrittenKeys(t *testing.T) {
-	h := newHarness(t, sink.Options{KeyInterval: 2 * time.Second, Workers: 8})
+	h := newHarness(t, sink.WithKeyInterval(sink.Options{Workers: 8}, 2*time.Second))
 	const n = 1000
 	for i := range n {
 		h.eng.Add(fmt.Sprint("k", i), event(fmt.Sprint("e", i), 1), nil)

@@ -1,43 +1,60 @@
 package sink
 
 import (
-	"cmp"
-	"errors"
+	"math"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
-// Defaults of [Options]. A zero field in Options means its default.
+// The defaults of [Options]; a zero field means its default.
 const (
-	DefaultWorkers        = 4
-	DefaultQPS            = 50
-	DefaultBurst          = 100
-	DefaultMaxTries       = 12 // client-go's maxTriesPerEvent
-	DefaultMaxPending     = 10000
-	DefaultBaseDelay      = 500 * time.Millisecond
-	DefaultMaxDelay       = 2 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
+	defaultWorkers        = 4
+	defaultQPS            = 50
+	defaultBurst          = 100
+	defaultMaxTries       = 12 // client-go's maxTriesPerEvent
+	defaultMaxPending     = 10000
+	defaultBaseDelay      = 500 * time.Millisecond
+	defaultMaxDelay       = 2 * time.Second
+	defaultRequestTimeout = 30 * time.Second
+	// maxWorkers bounds Workers: more would start a goroutine per event.
+	maxWorkers = 1024
 )
 
-// Options tunes an [Engine]. The zero value is valid and means every default.
+// Named values of [Options], for what no number says.
+const (
+	// Unlimited, as QPS, turns the configured write limit off (the
+	// adaptive rate still applies after a 429), as rate.Inf does in
+	// golang.org/x/time/rate.
+	Unlimited = math.MaxFloat64
+	// NoWait, as MaxDelay, tries a failed write again at once, with no
+	// backoff and no Retry-After honoured (client-go's
+	// WithSleepDuration(0)).
+	NoWait time.Duration = math.MinInt64
+)
+
+// Options tunes an [Engine]. The zero value is valid and means every
+// default. In every field, zero means the default, and a value out of range
+// (negative, NaN, Workers above 1024) means the default too: the engine
+// logs one error naming the field when it starts. A limit is turned off with
+// a named value ([Unlimited], [NoWait]), not a negative number.
 type Options struct {
-	// Workers is the number of goroutines writing to the sink. Default 4.
+	// Workers is the number of goroutines writing to the sink. Default 4;
+	// at most 1024.
 	Workers int
 	// QPS and Burst size the engine's own token bucket, shared by all its
-	// writes (retries included). Defaults 50 and 100. A negative QPS turns
-	// the configured limit off (the adaptive rate still applies after a 429).
+	// writes (retries included). Defaults 50 and 100. QPS [Unlimited]
+	// turns the configured limit off (the adaptive rate still applies
+	// after a 429).
 	QPS   float64
 	Burst int
 	// DisableAdaptiveRate keeps the write rate at QPS whatever the server
 	// answers, and every 429 is then handled as a server-wide failure (one
 	// probe after the Retry-After). By default a 429 while the server
-	// accepts other writes cuts the rate (to 0.7 times the rate of recent
-	// successful writes, at least 0.5/s, once per Retry-After), and it
-	// grows back by 0.5 write/s plus 10% per second: many engines writing
-	// to one server then share its capacity instead of offering a multiple
-	// of it (see the package documentation).
+	// accepts other writes cuts the rate, which grows back (see the
+	// package documentation): many engines writing to one server then
+	// share its capacity instead of offering a multiple of it.
 	DisableAdaptiveRate bool
 	// MaxTries is how many failed writes of one key, in a row, drop its
 	// events as retries_exhausted (default 12, client-go's). Only the
@@ -58,20 +75,37 @@ type Options struct {
 	// Retry-After from the server is honoured instead, up to MaxDelay (so a
 	// server asking for an hour does not park events for an hour), plus up
 	// to half of it more at random for events just recorded, less for older
-	// ones (the fraction is 1s/(1s+age)). Defaults 500 ms and 2 s: an engine sends
-	// at most one request every 2 s to a server that is down, and finds it
-	// back within 2 s of its return. A negative MaxDelay means no wait at
-	// all (client-go's WithSleepDuration(0)).
+	// ones (the fraction is 1s/(1s+age)). Defaults 500 ms and 2 s: an
+	// engine sends at most one request every 2 s to a server that is down,
+	// and finds it back within 2 s of its return. MaxDelay [NoWait] means
+	// no wait at all. record.WithSleepDuration is client-go's name for
+	// MaxDelay.
 	BaseDelay, MaxDelay time.Duration
-	// KeyInterval is the shortest time between the starts of two writes
+	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
+	RequestTimeout time.Duration
+	// Clock drives backoff, the token bucket and timeouts. Default: the
+	// real clock. Given to a broadcaster (record.WithSinkOptions), it is
+	// the broadcaster's clock too: its recorders' timestamps and its
+	// correlators' (unless CorrelatorOptions.Clock is set). Tests pass a
+	// k8s.io/utils/clock/testing.FakeClock.
+	Clock clock.WithTicker
+	// OnWritten, if set, is called after each successful write with the
+	// key, the event as it was sent and the event the API server returned,
+	// from the worker goroutine, outside the engine's locks, before a Flush
+	// waiting for the write returns.
+	OnWritten func(key string, sent, stored *v1.Event)
+
+	// keyInterval is the shortest time between the starts of two writes
 	// of one key (one correlation key: one event series on the server).
+	// The events package sets it (its series interval, through
+	// internal/hook); zero means none.
+	//
 	// With it, a hot series (an event repeated many times a second) is not
 	// written once per round trip: the newest state waits, coalescing the
 	// repeats as usual (it carries their count), and is written once the
-	// interval since the key's previous write was sent has passed.
-	//
-	// The interval starts when a write is sent (dispatched to a worker),
-	// and applies only after a write the server answered about that key:
+	// interval since the key's previous write was sent has passed. The
+	// interval starts when a write is sent (dispatched to a worker), and
+	// applies only after a write the server answered about that key:
 	// stored, or dropped for good. A retry after a server-wide failure is
 	// timed by the backoff alone. Keys are independent: one key's interval
 	// never delays another's write. A key waiting for its interval counts
@@ -79,46 +113,63 @@ type Options struct {
 	// (or Wait, or Barrier) does not wait out intervals: the keys it waits
 	// for are written at once. The engine remembers a key's last write for
 	// the interval only.
-	//
-	// Zero, the default, means no interval: a key's next write may start as
-	// soon as its previous one has finished. A negative value means the
-	// same.
-	KeyInterval time.Duration
-	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
-	RequestTimeout time.Duration
-	// Clock drives backoff, the token bucket and timeouts. Default: the real clock.
-	Clock clock.WithTicker
-	// OnWritten, if set, is called after each successful write with the
-	// key, the event as it was sent and the event the API server returned,
-	// from the worker goroutine, outside the engine's locks, before a Flush
-	// waiting for the write returns. record uses it to feed the correlator
-	// (UpdateStateForWrite).
-	OnWritten func(key string, sent, stored *v1.Event)
-
-	noDelay bool // MaxDelay was negative: retry at once
+	keyInterval time.Duration
+	noDelay     bool // MaxDelay was NoWait: retry at once
 }
 
-func (o Options) withDefaults() (Options, error) {
-	if o.Workers < 0 || o.Burst < 0 || o.MaxTries < 0 || o.MaxPending < 0 || o.BaseDelay < 0 || o.RequestTimeout < 0 {
-		return o, errors.New("sink: negative option")
+// invalidOption is a field of Options whose value was out of range and
+// replaced by its default.
+type invalidOption struct {
+	field      string
+	value, def any
+}
+
+// withDefaults returns o with every zero or invalid field set to its
+// default, and the invalid fields.
+func (o Options) withDefaults() (Options, []invalidOption) {
+	var bad []invalidOption
+	intField := func(field string, v *int, def, limit int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < 0 || *v > limit:
+			bad = append(bad, invalidOption{field, *v, def})
+			*v = def
+		}
 	}
-	if o.MaxDelay < 0 { // no wait between tries
-		o.MaxDelay, o.BaseDelay = 0, 0
-		o.noDelay = true
+	durField := func(field string, v *time.Duration, def time.Duration) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < 0:
+			bad = append(bad, invalidOption{field, *v, def})
+			*v = def
+		}
 	}
-	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
-	o.QPS = cmp.Or(o.QPS, DefaultQPS)
-	o.Burst = cmp.Or(o.Burst, DefaultBurst)
-	o.MaxTries = cmp.Or(o.MaxTries, DefaultMaxTries)
-	o.MaxPending = cmp.Or(o.MaxPending, DefaultMaxPending)
-	if !o.noDelay {
-		o.MaxDelay = cmp.Or(o.MaxDelay, DefaultMaxDelay)
-		o.BaseDelay = min(cmp.Or(o.BaseDelay, DefaultBaseDelay), o.MaxDelay)
+	intField("Workers", &o.Workers, defaultWorkers, maxWorkers)
+	intField("Burst", &o.Burst, defaultBurst, math.MaxInt)
+	intField("MaxTries", &o.MaxTries, defaultMaxTries, math.MaxInt)
+	intField("MaxPending", &o.MaxPending, defaultMaxPending, math.MaxInt)
+	switch {
+	case o.QPS == 0:
+		o.QPS = defaultQPS
+	case o.QPS == Unlimited:
+		o.QPS = math.Inf(1)
+	case o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0):
+		bad = append(bad, invalidOption{"QPS", o.QPS, float64(defaultQPS)})
+		o.QPS = defaultQPS
 	}
-	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
-	o.KeyInterval = max(o.KeyInterval, 0) // negative: no interval, as zero
+	durField("RequestTimeout", &o.RequestTimeout, defaultRequestTimeout)
+	if o.MaxDelay == NoWait {
+		o.MaxDelay, o.BaseDelay, o.noDelay = 0, 0, true
+	} else {
+		durField("MaxDelay", &o.MaxDelay, defaultMaxDelay)
+		durField("BaseDelay", &o.BaseDelay, defaultBaseDelay)
+		o.BaseDelay = min(o.BaseDelay, o.MaxDelay)
+	}
+	o.keyInterval = max(o.keyInterval, 0)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return o, nil
+	return o, bad
 }

@@ -22,7 +22,7 @@ import (
 type sched struct {
 	maxTries   int
 	maxPending int
-	interval   time.Duration // Options.KeyInterval: between the starts of two writes of a key
+	interval   time.Duration // Options.keyInterval: between the starts of two writes of a key
 	base, max  time.Duration // backoff of the server-wide probe and of a failing key
 	rnd        *rand.Rand    // jitter
 
@@ -78,7 +78,7 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 	s := &sched{
 		maxTries:   o.MaxTries,
 		maxPending: o.MaxPending,
-		interval:   o.KeyInterval,
+		interval:   o.keyInterval,
 		base:       o.BaseDelay,
 		max:        o.MaxDelay,
 		rnd:        rnd,

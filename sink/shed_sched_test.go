@@ -82,7 +82,7 @@ func TestSchedShedHoldsTheKeyNotTheEngine(t *testing.T) {
 // dropped as retries exhausted, however long that lasts.
 func TestSchedOutageOf429DoesNotExhaustTries(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{QPS: -1, MaxTries: 2}, t0)
+	s := newTestSched(t, Options{QPS: Unlimited, MaxTries: 2}, t0)
 	s.add("warm", schedItem("w", t0), t0)
 	writeOK(t, s, t0)
 	for i := range 5 {
@@ -138,7 +138,7 @@ func TestSchedAll429IsAnOutage(t *testing.T) {
 // goes before them: per-key order is oldest first even under shedding.
 func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{QPS: -1, Workers: 1, MaxDelay: 20 * time.Second}, t0)
+	s := newTestSched(t, Options{QPS: Unlimited, Workers: 1, MaxDelay: 20 * time.Second}, t0)
 	for i := range 40 { // a measured share of about 40 writes/s
 		at := t0.Add(time.Duration(i) * 25 * time.Millisecond)
 		s.add(fmt.Sprint("warm", i), schedItem(fmt.Sprint("w", i), at), at)
@@ -186,7 +186,7 @@ func TestSchedShedHoldIsCapped(t *testing.T) {
 	for _, c := range []struct {
 		retryAfter, want time.Duration
 	}{{time.Hour, 2 * time.Second}, {time.Second, time.Second}} {
-		s := newTestSched(t, Options{QPS: -1}, t0)
+		s := newTestSched(t, Options{QPS: Unlimited}, t0)
 		s.add("warm", schedItem("w", t0), t0)
 		writeOK(t, s, t0)
 		s.add("k", schedItem("k", t0), t0)
@@ -219,7 +219,7 @@ func TestSchedInvariantsRandomized(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for seed := range uint64(4) {
 		rnd := rand.New(rand.NewPCG(3, 4+seed))
-		s := newTestSched(t, Options{QPS: -1, Workers: 4, MaxTries: 5, KeyInterval: 300 * time.Millisecond}, t0)
+		s := newTestSched(t, WithKeyInterval(Options{QPS: Unlimited, Workers: 4, MaxTries: 5}, 300*time.Millisecond), t0)
 		var busy []*task
 		var seen [numStates]int
 		for step := range 20000 {

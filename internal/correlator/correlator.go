@@ -34,7 +34,7 @@ type EventCorrelator struct {
 	messageFunc    EventAggregatorMessageFunc // nil: EventAggregatorByReasonMessageFunc
 	spamKeyFunc    EventSpamKeyFunc           // nil: GetSpamKey or GetSpamKeyWithoutReason
 	spamWithReason bool
-	messageLimit   int // of combined messages; <= 0: none
+	messageLimit   int // of combined messages, in bytes
 
 	mu   sync.Mutex
 	agg  *aggregator // nil: aggregation off
@@ -126,16 +126,27 @@ func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
 }
 
 // NewEventCorrelatorWithOptions returns an EventCorrelator configured by
-// options; zero fields mean their defaults.
+// options; zero fields mean their defaults. Combined messages are cut to
+// [DefaultMessageLimit] bytes.
 func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
+	return NewWithMessageLimit(options, DefaultMessageLimit)
+}
+
+// NewWithMessageLimit is NewEventCorrelatorWithOptions with combined
+// messages cut to messageLimit bytes (the broadcaster's message limit); a
+// limit of zero or less means [DefaultMessageLimit].
+func NewWithMessageLimit(options CorrelatorOptions, messageLimit int) *EventCorrelator {
 	o := options.withDefaults()
+	if messageLimit <= 0 {
+		messageLimit = DefaultMessageLimit
+	}
 	c := &EventCorrelator{
 		clock:          o.Clock,
 		keyFunc:        o.KeyFunc,
 		messageFunc:    o.MessageFunc,
 		spamKeyFunc:    o.SpamKeyFunc,
 		spamWithReason: !o.SpamKeyWithoutReason,
-		messageLimit:   o.MessageLimit,
+		messageLimit:   messageLimit,
 		obs:            lru.New(o.LRUCacheSize),
 	}
 	c.obs.OnEvicted = func(lru.Key, interface{}) { c.st.ObserveEvictions++ }

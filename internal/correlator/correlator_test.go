@@ -669,8 +669,9 @@ func TestCombinedEventValidity(t *testing.T) {
 func TestCombinedMessageLimitOption(t *testing.T) {
 	for _, tc := range []struct {
 		limit, want int
-	}{{0, DefaultMessageLimit}, {40, 40}, {-1, len(AggregateMessagePrefix) + 2000}} {
-		c, clk := newTest(CorrelatorOptions{MaxEvents: 2, MessageLimit: tc.limit})
+	}{{0, DefaultMessageLimit}, {-1, DefaultMessageLimit}, {40, 40}, {1 << 20, len(AggregateMessagePrefix) + 2000}} {
+		clk := testclock.NewFakeClock(t0)
+		c := NewWithMessageLimit(CorrelatorOptions{MaxEvents: 2, Clock: clk}, tc.limit)
 		var res *EventCorrelateResult
 		for i := range 2 {
 			res, _ = c.EventCorrelate(newEvent(clk.Now(), "a", "R", strings.Repeat(fmt.Sprint(i), 2000)))

@@ -18,8 +18,8 @@
 //     messages occur with at most MaxIntervalInSeconds (600) between
 //     consecutive ones, the occurrence is replaced by a combined event
 //     named <involved object name>.<hex stamp>, with the message
-//     "(combined from similar events): <message>" cut to MessageLimit
-//     (1024) bytes; later new messages in the window update that combined
+//     "(combined from similar events): <message>" cut to the
+//     broadcaster's message limit (1024 bytes by default); later new messages in the window update that combined
 //     event.
 //  2. Observation. A repeat of an event seen before (same event key:
 //     source, involved object with field path, type, reason and message)
@@ -101,8 +101,8 @@
 //     handed out. With a real clock the names are client-go's.
 //   - Bounded combined messages. client-go adds the 32-byte prefix after its
 //     recorder cut the message to 1024 bytes; here the combined message is
-//     cut to MessageLimit (default 1024) after the prefix is added, on a
-//     UTF-8 boundary.
+//     cut to the broadcaster's message limit (record.WithMessageLimit, default
+//     1024) after the prefix is added, on a UTF-8 boundary.
 //   - A panic in KeyFunc, MessageFunc or SpamKeyFunc is an error wrapping
 //     [ErrPanicked] (client-go: the process crashes). The occurrence leaves
 //     no trace except, for MessageFunc, among the group's distinct messages.
@@ -111,6 +111,6 @@
 //   - Results carry Key (the correlation key, for coalescing writes) and
 //     Aggregated. Skipped results have Key and Aggregated set too.
 //   - [EventAggregator] does not embed its mutex, and [CorrelatorOptions]
-//     has the herald fields DisableAggregation, DisableSpamFilter,
-//     SpamKeyWithoutReason and MessageLimit.
+//     has the herald fields DisableAggregation, DisableSpamFilter and
+//     SpamKeyWithoutReason.
 package correlator

@@ -226,9 +226,9 @@ func FuzzCombinedEvent(f *testing.F) {
 	f.Add("system:controller:x", "日本語のメッセージ", 40)
 	f.Add(string(make([]byte, 300)), "\xff\xfe", -1)
 	f.Fuzz(func(t *testing.T, object, message string, limit int) {
-		c := NewEventCorrelatorWithOptions(CorrelatorOptions{
-			Clock: testclock.NewFakeClock(t0), MaxEvents: 2, MessageLimit: limit, DisableSpamFilter: true,
-		})
+		c := NewWithMessageLimit(CorrelatorOptions{
+			Clock: testclock.NewFakeClock(t0), MaxEvents: 2, DisableSpamFilter: true,
+		}, limit)
 		names := map[string]bool{}
 		for i := range 3 {
 			ev := newEvent(t0, object, "R", fmt.Sprint(i, message))

@@ -55,13 +55,6 @@ type CorrelatorOptions struct {
 	// MessageFunc makes the message of a combined event. Default
 	// [EventAggregatorByReasonMessageFunc].
 	MessageFunc EventAggregatorMessageFunc
-	// MessageLimit is the longest message of a combined event, in bytes:
-	// the message function's result (with its prefix) is cut to it on a
-	// UTF-8 boundary. Default [DefaultMessageLimit]; a negative value keeps
-	// messages whole. client-go adds its prefix after its recorder cut the
-	// message, so its combined messages are up to 1,056 bytes. Herald
-	// addition.
-	MessageLimit int
 	// MaxEvents is the number of distinct local keys (messages) of similar
 	// events within MaxIntervalInSeconds at which events are combined.
 	// Default [DefaultMaxEvents]. A negative value never aggregates.
@@ -99,7 +92,6 @@ func (o CorrelatorOptions) withDefaults() CorrelatorOptions {
 	o.BurstSize = cmp.Or(o.BurstSize, DefaultBurstSize)
 	o.QPS = cmp.Or(o.QPS, DefaultQPS)
 	o.MaxEvents = cmp.Or(o.MaxEvents, DefaultMaxEvents)
-	o.MessageLimit = cmp.Or(o.MessageLimit, DefaultMessageLimit)
 	o.MaxIntervalInSeconds = cmp.Or(o.MaxIntervalInSeconds, DefaultMaxIntervalInSeconds)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

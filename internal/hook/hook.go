@@ -84,9 +84,12 @@ var (
 	// every sink of the broadcaster a correlator made by f.
 	WithCorrelator func(f NewCorrelator) any
 	// WithKeyInterval returns a record.BroadcasterOption (as any) that sets
-	// the engine's KeyInterval: the shortest time between two writes of one
-	// correlation key. A negative d is ignored.
+	// the key interval of every sink's engine: the shortest time between
+	// two writes of one correlation key. A negative d is ignored.
 	WithKeyInterval func(d time.Duration) any
+	// SetKeyInterval returns opts, a sink.Options (as any), with its key
+	// interval set to d. The sink package fills it in.
+	SetKeyInterval func(opts any, d time.Duration) any
 	// CoreOf returns the Core of b, a broadcaster returned by
 	// record.NewBroadcaster; ok is false for any other value.
 	CoreOf func(b any) (c Core, ok bool)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/record/metrics"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -22,8 +23,7 @@ import (
 // (prometheus.MustRegister for the default one).
 func ExampleNewCollector() {
 	broadcaster := record.NewBroadcaster(
-		record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
-		record.WithWriteLimit(-1, 0), // a fake clock never refills the token bucket
+		record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), QPS: sink.Unlimited}), // a fake clock never refills the token bucket
 	)
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(sinktest.New())

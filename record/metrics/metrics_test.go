@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestScrape(t *testing.T) {
-	eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0),
+	eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}),
 		record.WithCorrelatorOptions(record.CorrelatorOptions{DisableSpamFilter: true}))
 	defer eb.Shutdown()
 	eb.StartRecordingToSink(sinktest.New())

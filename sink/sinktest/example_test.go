@@ -28,8 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // called.
 func ExampleSink() {
 	broadcaster := record.NewBroadcaster(
-		record.WithClock(clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
-		record.WithWriteLimit(-1, 0), // a fake clock never refills the token bucket
+		record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), QPS: sink.Unlimited}), // a fake clock never refills the token bucket
 	)
 	defer broadcaster.Shutdown()
 	store := sinktest.New()
@@ -68,7 +67,7 @@ func ExampleSink_SetFault() {
 		return nil
 	})
 
-	broadcaster := record.NewBroadcaster(record.WithRetryBackoff(time.Millisecond))
+	broadcaster := record.NewBroadcaster(record.WithSinkOptions(sink.Options{BaseDelay: time.Millisecond}))
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(store)
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "my-controller"})

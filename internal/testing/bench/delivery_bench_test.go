@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/testing/bench"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
@@ -81,8 +82,7 @@ func (o options[T]) String() string {
 // workers for a 1 ms sink, the write limit (default 50/s) off, and queues
 // (default 1000) that hold a whole burst.
 var throughput = options[record.BroadcasterOption]{}.
-	with(fmt.Sprintf("record.WithWorkers(%d)", workers), record.WithWorkers(workers)).
-	with("record.WithWriteLimit(-1, 0)", record.WithWriteLimit(-1, 0)).
+	with(fmt.Sprintf("record.WithSinkOptions(sink.Options{Workers: %d, QPS: sink.Unlimited})", workers), record.WithSinkOptions(sink.Options{Workers: workers, QPS: sink.Unlimited})).
 	with(fmt.Sprintf("record.WithQueueLength(%d)", queueLength), record.WithQueueLength(queueLength))
 
 var noSpamFilter = record.CorrelatorOptions{BurstSize: manyTokens}
@@ -136,8 +136,7 @@ var scenarios = []scenario{
 	{
 		name: "outage-3s-connrefused-2000",
 		herald: throughput.
-			with(fmt.Sprintf("record.WithRetryBackoff(%v)", retryBase), record.WithRetryBackoff(retryBase)).
-			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), record.WithSleepDuration(retrySleep)),
+			with(fmt.Sprintf("record.WithSinkOptions(sink.Options{BaseDelay: %v, MaxDelay: %v})", retryBase, retrySleep), record.WithSinkOptions(sink.Options{BaseDelay: retryBase, MaxDelay: retrySleep})),
 		client: options[clientrecord.BroadcasterOption]{}.
 			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), clientrecord.WithSleepDuration(retrySleep)),
 		run: outageDuringBurst(2000, bench.ConnRefused),
@@ -145,8 +144,7 @@ var scenarios = []scenario{
 	{
 		name: "outage-3s-503-2000",
 		herald: throughput.
-			with(fmt.Sprintf("record.WithRetryBackoff(%v)", retryBase), record.WithRetryBackoff(retryBase)).
-			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), record.WithSleepDuration(retrySleep)),
+			with(fmt.Sprintf("record.WithSinkOptions(sink.Options{BaseDelay: %v, MaxDelay: %v})", retryBase, retrySleep), record.WithSinkOptions(sink.Options{BaseDelay: retryBase, MaxDelay: retrySleep})),
 		client: options[clientrecord.BroadcasterOption]{}.
 			with(fmt.Sprintf("record.WithSleepDuration(%v)", retrySleep), clientrecord.WithSleepDuration(retrySleep)),
 		run: outageDuringBurst(2000, bench.Unavailable),

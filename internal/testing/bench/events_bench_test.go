@@ -17,6 +17,7 @@ import (
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/internal/testing/bench"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // The Events* benchmarks compare herald's events package with client-go
@@ -50,8 +51,7 @@ const (
 // scenarios: as the Delivery scenarios', the write limit off and enough
 // workers for a 1 ms sink.
 var evThroughput = options[record.BroadcasterOption]{}.
-	with(fmt.Sprintf("record.WithWorkers(%d)", workers), record.WithWorkers(workers)).
-	with("record.WithWriteLimit(-1, 0)", record.WithWriteLimit(-1, 0)).
+	with(fmt.Sprintf("record.WithSinkOptions(sink.Options{Workers: %d, QPS: sink.Unlimited})", workers), record.WithSinkOptions(sink.Options{Workers: workers, QPS: sink.Unlimited})).
 	with(fmt.Sprintf("record.WithQueueLength(%d)", queueLength), record.WithQueueLength(queueLength))
 
 // evPipeline is one events.k8s.io/v1 implementation under test.
@@ -78,7 +78,7 @@ func (p *evPipeline) start(b testing.TB, s cgevents.EventSink, recording bool) {
 	p.cancel = cancel
 	var err error
 	if p.impl == "herald" {
-		p.heraldEB = events.NewBroadcaster(s, p.herald...)
+		p.heraldEB = events.NewBroadcaster(s, events.WithBroadcasterOptions(p.herald...))
 		if recording {
 			err = p.heraldEB.StartRecordingToSinkWithContext(ctx)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/testing/bench"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // BenchmarkMemory records one event for each of 1,000,000 distinct objects,
@@ -31,7 +32,7 @@ func BenchmarkMemory(b *testing.B) {
 				var flush func()
 				var stop func()
 				if impl == "herald" {
-					eb := record.NewBroadcaster(record.WithWriteLimit(-1, 0), record.WithWorkers(8))
+					eb := record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Workers: 8}))
 					eb.StartRecordingToSink(s)
 					rec = eb.NewRecorder(scheme.Scheme, bench.Source)
 					flush = func() { _ = eb.Flush(context.Background()) }

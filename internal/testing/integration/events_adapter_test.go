@@ -14,6 +14,7 @@ import (
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestEventsV1Adapter runs herald's EventBroadcasterAdapter against the
@@ -67,7 +68,7 @@ func TestEventsV1Adapter(t *testing.T) {
 			cs := newClientset(t, proxy.Config(env.Admin))
 			logger := ktesting.NewLogger(t, ktesting.NewConfig())
 
-			ad := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, record.WithLogger(logger))
+			ad := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs, events.WithBroadcasterOptions(record.WithLogger(logger)))
 			stopCh := make(chan struct{})
 			t.Cleanup(func() { close(stopCh) })
 			t.Cleanup(ad.Shutdown) // idempotent; runs before close(stopCh)
@@ -174,7 +175,7 @@ func TestEventsV1AdapterContextEnd(t *testing.T) {
 	ns := env.CreateNamespace(t, "ev-adapter-ctx")
 	logger := ktesting.NewLogger(t, ktesting.NewConfig())
 	ctx, cancel := context.WithCancel(context.Background())
-	ad := events.NewEventBroadcasterAdapterWithContext(ctx, admin, record.WithLogger(logger), record.WithWriteLimit(-1, 0))
+	ad := events.NewEventBroadcasterAdapterWithContext(ctx, admin, events.WithBroadcasterOptions(record.WithLogger(logger), record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 	t.Cleanup(ad.Shutdown)
 	ad.StartRecordingToSink(nil)
 	rec, legacy := ad.NewRecorder("example.com/adapter-ctx-it"), ad.DeprecatedNewLegacyRecorder("legacy-ctx-it")

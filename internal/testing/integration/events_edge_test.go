@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // one checks that evs holds exactly one event and returns it.
@@ -70,11 +71,11 @@ func TestEventsV1Edges(t *testing.T) {
 			t.Fatalf("stats %+v: want nothing dropped", s)
 		}
 		e := waitV1(t, cs, ns, metav1.ListOptions{FieldSelector: "regarding.name=long"}, one)[0]
-		if len(e.Reason) != events.MaxReasonLength || len(e.Action) != events.MaxActionLength ||
-			len(e.ReportingInstance) != events.MaxReportingInstanceLength || len(e.Note) > events.MaxNoteLength || len(e.Note) < events.MaxNoteLength-1 {
+		if len(e.Reason) != 128 || len(e.Action) != 128 ||
+			len(e.ReportingInstance) != 128 || len(e.Note) > 1024 || len(e.Note) < 1024-1 {
 			t.Errorf("lengths: reason %d, action %d, reportingInstance %d, note %d bytes; want %d, %d, %d, %d",
 				len(e.Reason), len(e.Action), len(e.ReportingInstance), len(e.Note),
-				events.MaxReasonLength, events.MaxActionLength, events.MaxReportingInstanceLength, events.MaxNoteLength)
+				128, 128, 128, 1024)
 		}
 		if e.ReportingController != controller || !strings.HasPrefix(controller+"-", e.ReportingInstance) {
 			t.Errorf("reportingController %q, reportingInstance %q", e.ReportingController, e.ReportingInstance)
@@ -126,7 +127,7 @@ func TestEventsV1StopRecordingByContext(t *testing.T) {
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "ev-stop-ctx")
 	logger := ktesting.NewLogger(t, ktesting.NewConfig())
-	eb := events.NewBroadcaster(evSink(t, env.Admin), record.WithLogger(logger), record.WithWriteLimit(-1, 0), record.WithWorkers(8))
+	eb := events.NewBroadcaster(evSink(t, env.Admin), events.WithBroadcasterOptions(record.WithLogger(logger), record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Workers: 8})))
 	t.Cleanup(eb.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := eb.StartRecordingToSinkWithContext(ctx); err != nil {

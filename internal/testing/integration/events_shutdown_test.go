@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -38,7 +39,7 @@ func TestEventsV1Shutdown(t *testing.T) {
 		const n = 5000
 		cs := adminClient(t)
 		ns := env.CreateNamespace(t, "ev-shutdown")
-		h := newEvHarness(t, evSink(t, cfg), record.WithWorkers(16), record.WithWriteLimit(-1, 0), record.WithQueueLength(2*n))
+		h := newEvHarness(t, evSink(t, cfg), events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{Workers: 16, QPS: sink.Unlimited}), record.WithQueueLength(2*n)))
 		start := time.Now()
 		for i := range n {
 			h.rec.Eventf(podRef(ns, fmt.Sprintf("pod-%04d", i)), nil, v1.EventTypeNormal, "Started", defaultAction, "Started container app-%d", i)
@@ -66,7 +67,7 @@ func TestEventsV1Shutdown(t *testing.T) {
 		const objects, repeats = 200, 5
 		cs := adminClient(t)
 		ns := env.CreateNamespace(t, "ev-shutdown-series")
-		h := newEvHarness(t, evSink(t, cfg), record.WithWorkers(8), record.WithWriteLimit(-1, 0))
+		h := newEvHarness(t, evSink(t, cfg), events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{Workers: 8, QPS: sink.Unlimited})))
 		want := make(map[string]int32, objects)
 		// The first occurrences are stored before the repeats, so that the
 		// repeats are counts pending at shutdown.
@@ -111,8 +112,7 @@ func TestEventsV1Restart(t *testing.T) {
 	ns := env.CreateNamespace(t, "ev-restart")
 	// Probe soon after the server is back; never give up on a key.
 	h := newEvHarness(t, evSink(t, env.Admin),
-		record.WithWriteLimit(-1, 0), record.WithWorkers(8),
-		record.WithSleepDuration(500*time.Millisecond), record.WithRetryBackoff(100*time.Millisecond), record.WithMaxTries(1000))
+		events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Workers: 8, MaxDelay: 500 * time.Millisecond, BaseDelay: 100 * time.Millisecond, MaxTries: 1000})))
 
 	want := map[string]int32{}
 	for i := range stored {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // evController is the reportingController of the events package's
@@ -61,7 +62,7 @@ func newEvHarness(t *testing.T, s events.EventSink, opts ...events.Option) *evHa
 	t.Helper()
 	logger, logs := bufferedLogger(t)
 	h := &evHarness{t: t, logs: logs}
-	h.eb = events.NewBroadcaster(s, append([]events.Option{record.WithLogger(logger)}, opts...)...)
+	h.eb = events.NewBroadcaster(s, append([]events.Option{events.WithBroadcasterOptions(record.WithLogger(logger))}, opts...)...)
 	// Registered after the logger's own cleanup, so it runs before it.
 	t.Cleanup(h.eb.Shutdown)
 	if err := h.eb.StartRecordingToSinkWithContext(context.Background()); err != nil {
@@ -347,7 +348,7 @@ func TestEventsV1Fields(t *testing.T) {
 func TestEventsV1Series(t *testing.T) {
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "ev-series")
-	h := newEvHarness(t, evSink(t, env.Admin), record.WithWriteLimit(-1, 0))
+	h := newEvHarness(t, evSink(t, env.Admin), events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
 
 	want := map[string]int32{}
 	var total int64
@@ -393,7 +394,7 @@ func TestEventsV1ManySeries(t *testing.T) {
 	const objects, repeats = 200, 10
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "ev-many-series")
-	h := newEvHarness(t, evSink(t, env.Admin), record.WithWriteLimit(-1, 0), record.WithWorkers(8))
+	h := newEvHarness(t, evSink(t, env.Admin), events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Workers: 8})))
 
 	want := make(map[string]int32, objects)
 	for i := range objects {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestFaults records events while a fault proxy between herald and the API
@@ -63,7 +64,7 @@ func TestFaults(t *testing.T) {
 			name: "10s outage",
 			// Retry at least every 2 s so delivery resumes soon after the
 			// outage, with tries enough to outlast it.
-			opts:        []record.BroadcasterOption{record.WithSleepDuration(2 * time.Second), record.WithMaxTries(30)},
+			opts:        []record.BroadcasterOption{record.WithSinkOptions(sink.Options{MaxDelay: 2 * time.Second, MaxTries: 30})},
 			fault:       func(p *faultproxy.Proxy) { p.GoDark(10 * time.Second) },
 			flush:       90 * time.Second,
 			wantRetried: -1,
@@ -97,7 +98,7 @@ func TestFaults(t *testing.T) {
 			// Eleven 429s, more than client-go's REST client would retry
 			// inside one request: none is hidden from herald, which waits
 			// the Retry-After after each and cuts its write rate.
-			opts:         []record.BroadcasterOption{record.WithWorkers(1)},
+			opts:         []record.BroadcasterOption{record.WithSinkOptions(sink.Options{Workers: 1})},
 			fault:        func(p *faultproxy.Proxy) { p.FailMatching(events, http.StatusTooManyRequests, time.Second, 11) },
 			flush:        90 * time.Second,
 			wantRetried:  11,

@@ -60,7 +60,7 @@ const (
 	// kfGrace bounds herald's Shutdown after the prompt check. A refused
 	// key is dropped after sink.DefaultMaxTries (12) tries; at the
 	// engine's backoff (sink.DefaultBaseDelay doubling to
-	// sink.DefaultMaxDelay: 0.5 + 1 + 9·2 = 19.5 s at most between the
+	// the default MaxDelay (2 s): 0.5 + 1 + 9·2 = 19.5 s at most between the
 	// first and the twelfth try) the last refused event, first tried
 	// 2.5 s before the check, is dropped 17 s after it at the latest.
 	kfGrace = 25 * time.Second
@@ -234,7 +234,7 @@ func clientGoCore(t *testing.T, cs kubernetes.Interface) kfRecorder {
 // heraldEventsV1 is herald's events package at its defaults, writing
 // through cs.
 func heraldEventsV1(t *testing.T, cs kubernetes.Interface) kfRecorder {
-	eb := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, record.WithLogger(kfLogger(t)))
+	eb := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()}, events.WithBroadcasterOptions(record.WithLogger(kfLogger(t))))
 	t.Cleanup(eb.Shutdown)
 	if err := eb.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		t.Fatalf("StartRecordingToSinkWithContext: %v", err)

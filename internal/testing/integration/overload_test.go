@@ -129,7 +129,7 @@ func TestOverloadedServerWithPriorityAndFairness(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eb := record.NewBroadcaster(record.WithLogger(logger), record.WithWriteLimit(-1, 0), record.WithWorkers(8))
+		eb := record.NewBroadcaster(record.WithLogger(logger), record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, Workers: 8}))
 		defer eb.Shutdown()
 		eb.StartRecordingToSink(s)
 		rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: fmt.Sprint("ctrl-", b)})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestShutdownDeliversEverything records 5,000 events about distinct objects
@@ -27,8 +28,7 @@ func TestShutdownDeliversEverything(t *testing.T) {
 	cfg := rest.CopyConfig(env.Admin)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	h := newHarness(t, heraldSink(t, cfg),
-		record.WithWorkers(16),
-		record.WithWriteLimit(-1, 0),
+		record.WithSinkOptions(sink.Options{Workers: 16, QPS: sink.Unlimited}),
 		record.WithQueueLength(2*n),
 	)
 

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // TestOddInput records events the API server would refuse as client-go
@@ -24,7 +25,7 @@ func TestOddInput(t *testing.T) {
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "odd")
 	h := newHarness(t, heraldSink(t, env.Admin))
-	limit := record.DefaultMessageLimit
+	limit := 1024
 
 	// A 5000-byte message whose byte limit-1..limit+1 is one 3-byte
 	// character: it must be cut before it, never through it.
@@ -114,7 +115,7 @@ func TestValidEventsWithFrozenClock(t *testing.T) {
 	cs := adminClient(t)
 	ns := env.CreateNamespace(t, "frozen")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
-	h := newHarness(t, heraldSink(t, env.Admin), record.WithClock(clk))
+	h := newHarness(t, heraldSink(t, env.Admin), record.WithSinkOptions(sink.Options{Clock: clk}))
 
 	ref := widgetRef(ns, "system:controller:X_1")
 	for i := range 12 {
