@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -125,7 +126,7 @@ func TestCoalescingPropertyRandom(t *testing.T) {
 			if st.Recorded != int64(n) || st.Dropped.Total() != 0 || st.Abandoned != 0 {
 				t.Fatalf("recorded %d of %d, dropped %d, abandoned %d", st.Recorded, n, st.Dropped.Total(), st.Abandoned)
 			}
-			checkIdentity(t, st)
+			check.Settled(t, st)
 		})
 	}
 }
@@ -150,13 +151,10 @@ func TestTimedOutFlushesKeepNothing(t *testing.T) {
 	for i := range 2000 {
 		rec.Eventf(pod("ns", fmt.Sprint("p", i)), v1.EventTypeWarning, "Failed", "m")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for eb.Stats().Pending < 1990 {
-		if time.Now().After(deadline) {
-			t.Fatalf("events not pending: %+v", eb.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	check.Eventually(t, "the events to be pending", func() error {
+		st := eb.Stats()
+		return check.Errorf(st.Pending >= 1990, "pending %d, want at least 1990; stats %+v", st.Pending, st)
+	})
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -197,13 +195,10 @@ func TestStatsShowServerState(t *testing.T) {
 	for i := range 5 {
 		rec.Eventf(pod("ns", fmt.Sprint("p", i)), v1.EventTypeWarning, "Failed", "m")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for st := eb.Stats(); st.Server != sink.ServerProbing || st.Pending != 5; st = eb.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("server never seen down: %+v", st)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	check.Eventually(t, "the server to be seen down", func() error {
+		st := eb.Stats()
+		return check.Errorf(st.Server == sink.ServerProbing && st.Pending == 5, "server %v, pending %d, want probing and 5; stats %+v", st.Server, st.Pending, st)
+	})
 	clk.Step(500 * time.Millisecond) // less than a probe's backoff could be: at most one probe
 	st := eb.Stats()
 	if st.HeldBack+st.InFlight != 5 || st.OldestPending < 500*time.Millisecond || !math.IsInf(st.WriteRate, 1) {

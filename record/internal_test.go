@@ -7,14 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
 // TestKindCacheBounded: however many schemes pass through it, the kind
@@ -41,37 +38,6 @@ func TestKindCacheBounded(t *testing.T) {
 }
 
 var typeOfPod = reflect.TypeOf(&v1.Pod{})
-
-// TestStoppedEventWatcherIsForgotten: a stopped watcher holds nothing in the
-// broadcaster until Shutdown: not its entry, nor (for a sink) its pipeline.
-func TestStoppedEventWatcherIsForgotten(t *testing.T) {
-	eb := NewBroadcaster(WithQueueLength(1000)).(*broadcaster)
-	defer eb.Shutdown()
-	for range 50 {
-		eb.StartEventWatcher(func(*v1.Event) {}).Stop()
-		eb.StartRecordingToSink(sinktest.New()).Stop()
-	}
-	if err := eb.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Flush waits for stopped sinks, not for stopped handlers' goroutines:
-	// give the last of those a moment to end.
-	kept := func() (int, int) {
-		eb.mu.Lock()
-		defer eb.mu.Unlock()
-		return len(eb.watchers), len(eb.sinks)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		w, s := kept()
-		if w == 0 && s == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d watchers and %d sinks kept after Stop", w, s)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestShutdownErrorText: the error names the abandoned events and wraps the
 // flush error only when there is one.

@@ -21,25 +21,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
-
-// eventually polls cond until it holds, failing the test after a bound. It
-// is for conditions no channel reports; the bound only turns a hang into a
-// failure.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // within runs f in a goroutine and fails the test unless it returns within
 // d: for calls that must not block.
@@ -90,9 +76,30 @@ func TestKindCacheKeepsNoScheme(t *testing.T) {
 	if s := e.eb.Stats(); s.Created != schemes {
 		t.Fatalf("stats %+v", s)
 	}
-	eventually(t, "the schemes to be collected", func() bool {
+	check.Eventually(t, "the schemes to be collected", func() error {
 		runtime.GC()
-		return collected.Load() == schemes
+		n := collected.Load()
+		return check.Errorf(n == schemes, "%d of %d schemes collected", n, schemes)
+	})
+}
+
+// TestStoppedEventWatcherIsForgotten: a stopped watcher holds nothing in the
+// broadcaster until Shutdown: not its entry, nor (for a sink) its pipeline.
+func TestStoppedEventWatcherIsForgotten(t *testing.T) {
+	eb := record.NewBroadcaster(record.WithQueueLength(1000))
+	defer eb.Shutdown()
+	for range 50 {
+		eb.StartEventWatcher(func(*v1.Event) {}).Stop()
+		eb.StartRecordingToSink(sinktest.New()).Stop()
+	}
+	if err := eb.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Flush waits for stopped sinks, not for stopped handlers' goroutines:
+	// give the last of those a moment to end.
+	check.Eventually(t, "the stopped watchers and sinks to be forgotten", func() error {
+		w, s := record.Kept(eb)
+		return check.Errorf(w == 0 && s == 0, "%d watchers and %d sinks kept after Stop", w, s)
 	})
 }
 
@@ -113,16 +120,25 @@ func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
 		for i := range n {
 			e.rec.Event(pod("ns", fmt.Sprint("p", from+i)), v1.EventTypeNormal, "R", "m")
 			if i%50 == 49 {
-				eventually(t, "the queue to drain", func() bool { return e.eb.Stats().Queued == 0 })
+				check.Eventually(t, "the queue to drain", func() error {
+					q := e.eb.Stats().Queued
+					return check.Errorf(q == 0, "%d events queued", q)
+				})
 			}
 		}
 	}
 	recordPaced(0, 150) // the stuck watcher's channel (100) is now full
-	eventually(t, "the sink to get the first events", func() bool { return len(e.sink.Events()) == 151 })
+	check.Eventually(t, "the sink to get the first events", func() error {
+		n := len(e.sink.Events())
+		return check.Errorf(n == 151, "the sink has %d events, want 151", n)
+	})
 	flushed := make(chan error, 1)
 	go func() { flushed <- e.eb.Flush(context.Background()) }()
 	recordPaced(150, 300)
-	eventually(t, "the sink to get every event", func() bool { return len(e.sink.Events()) == 451 })
+	check.Eventually(t, "the sink to get every event", func() error {
+		n := len(e.sink.Events())
+		return check.Errorf(n == 451, "the sink has %d events, want 451", n)
+	})
 	within(t, time.Second, "Stats", func() { e.eb.Stats() })
 	within(t, time.Second, "StartLogging", func() { e.eb.StartLogging(func(string, ...any) {}) })
 	s := e.eb.Stats()
@@ -145,9 +161,7 @@ func TestStuckHandlerHurtsOnlyItself(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Errorf("Flush still waits after Shutdown")
 	}
-	if u := e.eb.Stats().Unaccounted(); u != 0 {
-		t.Errorf("%d events unaccounted: %+v", u, e.eb.Stats())
-	}
+	check.Identity(t, e.eb.Stats())
 }
 
 // TestFlushSkipsStoppedStuckHandler: Flush does not wait for a handler
@@ -232,9 +246,10 @@ func TestSecondShutdownHonoursItsDeadline(t *testing.T) {
 	<-entered
 	first := make(chan error, 1)
 	go func() { first <- e.eb.ShutdownWithContext(context.Background()) }()
-	eventually(t, "the first shutdown to begin", func() bool {
+	check.Eventually(t, "the first shutdown to begin", func() error {
 		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
-		return e.eb.Stats().Dropped.AfterShutdown > 0
+		s := e.eb.Stats()
+		return check.Errorf(s.Dropped.AfterShutdown > 0, "no event dropped after shutdown yet; stats %+v", s)
 	})
 	within(t, 5*time.Second, "a second ShutdownWithContext(50ms)", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -265,9 +280,10 @@ func TestShutdownFromHandlerDuringShutdown(t *testing.T) {
 	<-entered
 	first := make(chan error, 1)
 	go func() { first <- e.eb.ShutdownWithContext(context.Background()) }()
-	eventually(t, "the first shutdown to begin", func() bool {
+	check.Eventually(t, "the first shutdown to begin", func() error {
 		e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, "R", "m")
-		return e.eb.Stats().Dropped.AfterShutdown > 0
+		s := e.eb.Stats()
+		return check.Errorf(s.Dropped.AfterShutdown > 0, "no event dropped after shutdown yet; stats %+v", s)
 	})
 	close(proceed)
 	select {
@@ -358,7 +374,10 @@ func TestFlushWaitsForStoppedSink(t *testing.T) {
 		e.rec.Event(pod("ns", fmt.Sprint("p", i)), v1.EventTypeNormal, "R", "m")
 	}
 	// Stop once the loop has offered the events to both sinks.
-	eventually(t, "the events to reach both sinks", func() bool { return e.eb.Stats().Offered == 6 })
+	check.Eventually(t, "the events to reach both sinks", func() error {
+		s := e.eb.Stats()
+		return check.Errorf(s.Offered == 6, "offered %d, want 6; stats %+v", s.Offered, s)
+	})
 	w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -487,15 +506,20 @@ func TestIdentityInEveryConfiguration(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := eb.Stats()
-		if u := s.Unaccounted(); u != 0 {
-			t.Fatalf("%d events unaccounted: %+v", u, s)
-		}
+		check.Identity(t, s)
 		return s
+	}
+	broadcast := func(t *testing.T, eb record.EventBroadcaster, n int64) {
+		t.Helper()
+		check.Eventually(t, "the events to be broadcast", func() error {
+			s := eb.Stats()
+			return check.Errorf(s.Broadcast == n, "broadcast %d, want %d; stats %+v", s.Broadcast, n, s)
+		})
 	}
 	t.Run("no sink", func(t *testing.T) {
 		eb, rec := newBare(t)
 		record5(rec, 0)
-		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		broadcast(t, eb, 5)
 		if s := flush(t, eb); s.Offered != 0 {
 			t.Errorf("stats %+v", s)
 		}
@@ -504,13 +528,13 @@ func TestIdentityInEveryConfiguration(t *testing.T) {
 		eb, rec := newBare(t)
 		eb.StartRecordingToSink(nil)
 		record5(rec, 0)
-		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		broadcast(t, eb, 5)
 		flush(t, eb)
 	})
 	t.Run("late and early", func(t *testing.T) {
 		eb, rec := newBare(t)
 		record5(rec, 0) // no sink yet
-		eventually(t, "the events to be broadcast", func() bool { return eb.Stats().Broadcast == 5 })
+		broadcast(t, eb, 5)
 		a := sinktest.New()
 		w := eb.StartRecordingToSink(a)
 		record5(rec, 5)
@@ -650,7 +674,10 @@ func TestShutdownCountsWhatAStuckKeyFunctionHolds(t *testing.T) {
 				rec.Event(pod("ns", fmt.Sprint("q", i)), v1.EventTypeNormal, "Behind", "m")
 			}
 			<-entered
-			eventually(t, "the events behind to be queued for the sink", func() bool { return eb.Stats().Queued == 5 })
+			check.Eventually(t, "the events behind to be queued for the sink", func() error {
+				s := eb.Stats()
+				return check.Errorf(s.Queued == 5, "queued %d, want 5; stats %+v", s.Queued, s)
+			})
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 			defer cancel()
@@ -664,7 +691,7 @@ func TestShutdownCountsWhatAStuckKeyFunctionHolds(t *testing.T) {
 			}
 
 			close(release)
-			eventually(t, "the stuck goroutine to end", func() bool { return goleak.Find(base) == nil })
+			check.Eventually(t, "the stuck goroutine to end", func() error { return goleak.Find(base) })
 			s = eb.Stats()
 			want := int64(6)
 			if tc.filtered {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -95,15 +96,6 @@ func (e *env) logs() string {
 	return (*e.log).String()
 }
 
-// checkIdentity asserts that every recorded event is in exactly one bucket.
-func checkIdentity(t *testing.T, s record.Stats) {
-	t.Helper()
-	sum := s.Dropped.Total() + s.Filtered + s.Coalesced + s.Created + s.Patched + s.Abandoned + s.Queued + s.Pending + s.InFlight
-	if sum != s.Recorded || s.Unaccounted() != 0 {
-		t.Fatalf("recorded %d, accounted %d (unaccounted %d): %+v", s.Recorded, sum, s.Unaccounted(), s)
-	}
-}
-
 func TestEventHasClientGoFields(t *testing.T) {
 	e := newEnv(t)
 	e.rec.Eventf(pod("ns1", "pod-0"), v1.EventTypeWarning, "InvalidSpec", "key %q missing", "mode")
@@ -135,7 +127,7 @@ func TestEventHasClientGoFields(t *testing.T) {
 	if s.Recorded != 1 || s.Created != 1 {
 		t.Fatalf("stats %+v", s)
 	}
-	checkIdentity(t, s)
+	check.Settled(t, s)
 }
 
 func TestClusterScopedGoesToDefault(t *testing.T) {
@@ -188,7 +180,7 @@ func TestInvalidInputIsCountedAndLogged(t *testing.T) {
 	if s.Dropped.Invalid != 6 || s.Created != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	checkIdentity(t, s)
+	check.Settled(t, s)
 	for _, want := range []string{"Could not construct reference", "Unsupported event type", "Invalid event annotations"} {
 		if !strings.Contains(e.logs(), want) {
 			t.Errorf("no log line %q in:\n%s", want, e.logs())
@@ -223,7 +215,7 @@ func TestRepeatsBecomeOneEventWithCount(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 	s := e.eb.Stats()
-	checkIdentity(t, s)
+	check.Settled(t, s)
 	if s.Created+s.Patched+s.Coalesced != 100 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -245,7 +237,7 @@ func TestSpamFilterKeepsReasonsApart(t *testing.T) {
 	if !found || s.Filtered != 15 {
 		t.Fatalf("important event found=%v, filtered=%d", found, s.Filtered)
 	}
-	checkIdentity(t, s)
+	check.Settled(t, s)
 }
 
 func TestShutdownFlushesEverything(t *testing.T) {
@@ -265,7 +257,7 @@ func TestShutdownFlushesEverything(t *testing.T) {
 	if s.Dropped.AfterShutdown != 1 || s.Created != 5000 {
 		t.Fatalf("stats %+v", s)
 	}
-	checkIdentity(t, s)
+	check.Settled(t, s)
 }
 
 func TestShutdownAbandonsWhenSinkHangs(t *testing.T) {
@@ -291,7 +283,7 @@ func TestShutdownAbandonsWhenSinkHangs(t *testing.T) {
 	if s.Abandoned != 10 {
 		t.Fatalf("stats %+v", s)
 	}
-	checkIdentity(t, s)
+	check.Settled(t, s)
 	if again := e.eb.ShutdownWithContext(context.Background()); again != err {
 		t.Fatalf("second call returned %v", again)
 	}
@@ -405,7 +397,7 @@ func TestAccountingIdentity(t *testing.T) {
 			if s.Recorded != 600 {
 				t.Fatalf("recorded %d", s.Recorded)
 			}
-			checkIdentity(t, s)
+			check.Settled(t, s)
 		})
 	}
 }

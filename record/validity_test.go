@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 )
 
@@ -34,7 +35,7 @@ func recordDistinct(e *env, obj *v1.Pod, n int) {
 func checkWritten(t *testing.T, e *env, wantEvents int) []v1.Event {
 	t.Helper()
 	s := e.eb.Stats()
-	checkIdentity(t, s)
+	check.Settled(t, s)
 	if s.Dropped.Total() != 0 {
 		t.Fatalf("dropped %+v; logs:\n%s", s.Dropped, e.logs())
 	}
@@ -154,7 +155,7 @@ func TestInvalidReferenceIsRefused(t *testing.T) {
 	e.rec.Event(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, v1.EventTypeNormal, "R", "ok")
 	e.flush()
 	s := e.eb.Stats()
-	checkIdentity(t, s)
+	check.Settled(t, s)
 	if s.Created != 2 || s.Dropped.Total() != int64(len(refs)) || s.Dropped.Invalid != int64(len(refs)) {
 		t.Fatalf("created %d, dropped %+v; want 2 created and %d invalid", s.Created, s.Dropped, len(refs))
 	}
@@ -181,7 +182,7 @@ func FuzzRecordedFieldsAreBounded(f *testing.F) {
 		}
 		e.flush()
 		s := e.eb.Stats()
-		checkIdentity(t, s)
+		check.Settled(t, s)
 		if s.Dropped.Total() != s.Dropped.Invalid || s.Dropped.Invalid%11 != 0 {
 			t.Fatalf("dropped %+v", s.Dropped)
 		}
