@@ -10,21 +10,21 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/heraldk8s/herald/internal/testing/testenv"
+	"github.com/heraldk8s/herald/controllerruntime/internal/crtest"
 )
 
-// env is the package's kube-apiserver (herald's internal/testing/testenv), started
-// once by TestMain.
-var env *testenv.Env
+// env is the package's kube-apiserver (see package crtest: `make test`
+// starts it).
+var env *crtest.Env
 
 func TestMain(m *testing.M) {
 	// controller-runtime's logs go to klog, as herald's do. Without a
 	// logger, controller-runtime prints a stack trace ("log.SetLogger(...)
 	// was never called") once the process is 30 s old.
 	ctrllog.SetLogger(klog.Background())
-	// testenv.Main starts the server, runs the tests, stops the server and
-	// then checks for leaked goroutines with goleak.
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) { env = e })
+	// crtest.Main connects to the server, runs the tests, then checks for
+	// leaked goroutines with goleak.
+	crtest.Main(m, func(e *crtest.Env) { env = e })
 }
 
 const (

@@ -29,7 +29,7 @@ bench: apiserver
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventsEventf$$' -benchmem -benchtime $(BENCH_MICRO_TIME) ./internal/testing/bench || status=1; \
 	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory|EventsStorm|EventsShutdown|EventsBurstGoroutines)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/testing/bench || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/testing/bench/server || status=1; \
-	  (cd controllerruntime && $(GO) test -run '^$$' -bench '^BenchmarkManagerShutdown$$' -benchtime $(BENCH_SCENARIO_TIME) -timeout 10m .) || status=1; \
+	  $(GO) run ./internal/cmd/testserver -- sh -c "cd controllerruntime && $(GO) test -run '^$$' -bench '^BenchmarkManagerShutdown$$' -benchtime $(BENCH_SCENARIO_TIME) -timeout 10m ." || status=1; \
 	  exit $$status; \
 	} 2>&1 | tee $(BENCH_OUT); status=$$?; \
 	echo; \

@@ -1,7 +1,7 @@
 package main
 
 // The example's tests build the program, run it against a real
-// kube-apiserver (herald's internal/testing/testenv) with an admin kubeconfig, and
+// kube-apiserver (package crtest: `make test` starts it) with an admin kubeconfig, and
 // check what the API server holds.
 
 import (
@@ -26,11 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/heraldk8s/herald/internal/testing/testenv"
+	"github.com/heraldk8s/herald/controllerruntime/internal/crtest"
 )
 
 var (
-	env *testenv.Env
+	env *crtest.Env
 	// The example built once for the package (see buildBinary).
 	binaryOnce sync.Once
 	binaryPath string
@@ -39,9 +39,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// The binary goes to the server's temporary directory, which
-	// testenv removes when it stops the server.
-	testenv.Main(m, testenv.Options{}, func(e *testenv.Env) {
+	// The binary goes to the package's temporary directory, which
+	// crtest.Main removes.
+	crtest.Main(m, func(e *crtest.Env) {
 		env = e
 		binaryDir = e.Dir
 	})
