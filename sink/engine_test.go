@@ -75,7 +75,7 @@ func newHarness(t *testing.T, opts sink.Options) *harness {
 func (h *harness) flush() {
 	h.t.Helper()
 	select {
-	case <-h.eng.Barrier():
+	case <-sink.BarrierForTest(h.eng):
 	case <-time.After(10 * time.Second):
 		h.t.Fatalf("barrier not reached; stats %+v", h.eng.Stats())
 	}
@@ -274,7 +274,7 @@ func TestBadResponseIsCountedNotACrash(t *testing.T) {
 	eng.Start(ctx)
 	defer eng.Stop(context.Background())
 	eng.Add("k", event("e", 1), nil)
-	<-eng.Barrier()
+	<-sink.BarrierForTest(eng)
 	if s := eng.Stats(); s.Dropped.BadResponse != 1 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -371,7 +371,7 @@ func TestStopAbandonsAndCountsLateAdds(t *testing.T) {
 		t.Fatal("Add after Stop accepted")
 	}
 	select {
-	case <-h.eng.Barrier():
+	case <-sink.BarrierForTest(h.eng):
 	default:
 		t.Fatal("barrier after Stop must be immediate")
 	}

@@ -32,3 +32,6 @@ func WithKeyInterval(o Options, d time.Duration) Options {
 	o.keyInterval = d
 	return o
 }
+
+// BarrierForTest is Wait without a way out, for tests that always wait.
+func BarrierForTest(e *Engine) <-chan struct{} { return e.barrier().done }

@@ -17,18 +17,11 @@ func (b *barrier) release() {
 	}
 }
 
-// Barrier returns a channel that is closed once every event added before the
-// call has been written, dropped or abandoned. Prefer Flush or Wait, whose
-// waits can be forgotten.
-func (e *Engine) Barrier() <-chan struct{} {
-	return e.barrier().done
-}
-
-// Wait is Barrier with a way out: done is closed once every event added
-// before the call has been written, dropped or abandoned, and forget, for a
-// caller that stops waiting, removes the wait from the pending writes so
-// that nothing of it stays behind. forget may be called more than once,
-// and after done is closed.
+// Wait returns done, closed once every event added before the call has
+// been written, dropped or abandoned, and forget, for a caller that stops
+// waiting: it removes the wait from the pending writes so that nothing of
+// it stays behind. forget may be called more than once, and after done is
+// closed. Flush is Wait bounded by a context.
 func (e *Engine) Wait() (done <-chan struct{}, forget func()) {
 	b := e.barrier()
 	return b.done, func() { e.forget(b) }
