@@ -160,8 +160,8 @@ func (s *sinkWatch) Stop() {
 	})
 }
 
-// release frees the engine of a sink that was not started (NewEngine
-// already holds goroutines of its queue). p may be nil.
+// release stops the engine of a sink that was never started (it has no
+// goroutine yet; Stop marks it stopped). p may be nil.
 func (eb *broadcaster) release(p *sinkPipeline) {
 	if p != nil {
 		p.stop(eb.ctx)

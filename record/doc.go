@@ -43,17 +43,18 @@
 //     become one write with the latest count.
 //   - Shutdown flushes for a grace period (default 10 s) before it stops;
 //     Flush waits for everything recorded so far.
-//   - The correlator (package correlator) builds patches directly instead of
-//     diffing JSON, aggregates deterministically, and by default keeps
-//     reasons apart in the spam filter, so one noisy reason cannot silence
-//     another. CorrelatorOptions.SpamKeyWithoutReason restores client-go's key.
+//   - The correlator builds patches directly instead of diffing JSON,
+//     aggregates deterministically, and by default keeps reasons apart in
+//     the spam filter, so one noisy reason cannot silence another.
+//     CorrelatorOptions.SpamKeyWithoutReason restores client-go's key.
 //   - Every event written is valid: names are valid for any object name
 //     and unique in the process even with a clock that stands still,
 //     combined events' included; messages (combined ones too) are cut to
-//     1024 bytes, reason, source and reporting fields to 128, on a UTF-8
-//     boundary; an involved object with an impossible namespace or an
-//     oversized field, an unknown event type or invalid annotations are
-//     refused with a counted drop (see the README's "Valid events").
+//     the message limit (WithMessageLimit, 1024 bytes by default), reason,
+//     source and reporting fields to 128, on a UTF-8 boundary; an involved
+//     object with an impossible namespace or an oversized field, an unknown
+//     event type or invalid annotations are refused with a counted drop
+//     (see "Valid events" in docs/options.md).
 //   - A panic in a correlator option function (KeyFunc, MessageFunc,
 //     SpamKeyFunc) drops that event instead of crashing the process.
 //   - NewBroadcasterForTests(0) and WithSleepDuration(0) retry at once, as

@@ -21,8 +21,10 @@ import (
 type EventSink = sink.EventSink
 
 // CorrelatorOptions configures the EventCorrelator of each sink. It is
-// client-go's record.CorrelatorOptions with herald's additions; a zero field
-// means its default. See package correlator.
+// client-go's record.CorrelatorOptions with herald's additions
+// (DisableAggregation, DisableSpamFilter, SpamKeyWithoutReason); a zero field
+// means its default, and a negative one means what it means in client-go
+// (the fields are documented in internal/correlator).
 type CorrelatorOptions = correlator.CorrelatorOptions
 
 // Correlator names kept from client-go's tools/record, so code that spells
@@ -77,8 +79,10 @@ type EventBroadcaster interface {
 	// with every event recorded after the call. Stop the returned watcher to
 	// end it; Shutdown ends it too. A handler that falls behind (or never
 	// returns) fills only its own channel (WithQueueLength); the events it
-	// misses are counted in the returned *watch.Watcher's Dropped, and no
-	// other watcher, Flush (past its context), Stats or Start* waits for it.
+	// misses are counted by the returned watch's Dropped method (reach it
+	// with a type assertion to interface{ Dropped() uint64 }), not in
+	// Stats, and no other watcher, Flush (past its context), Stats or
+	// Start* waits for it.
 	StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface
 
 	// StartRecordingToSink correlates every event recorded after the call
@@ -117,8 +121,9 @@ type EventBroadcaster interface {
 
 	// Flush waits until every event recorded before the call has been
 	// written, folded into another event's count, filtered or dropped (or
-	// abandoned by a sink whose watch was stopped), and every handler has
-	// been called with it, or until ctx ends (then it returns ctx's error).
+	// abandoned by a sink whose watch was stopped), and every handler whose
+	// watch is not stopped has been called with it, or until ctx ends (then
+	// it returns ctx's error).
 	// It does not stop anything. Called from a StartEventWatcher handler, it
 	// waits for the sinks only: not for that handler's own watcher, which
 	// cannot go on before the handler returns, nor for other handlers, which

@@ -46,8 +46,10 @@ const (
 // limit) means the default too, and one error naming it is logged (by
 // NewBroadcaster, or by each sink's engine for a field of sink.Options). A
 // limit is turned off by a named value (sink.Unlimited, sink.NoWait), never
-// a negative number. No option value makes NewBroadcaster panic or a sink be
-// refused.
+// a negative number. Two exceptions keep client-go's meanings:
+// WithSleepDuration(0) means no wait, and the fields of CorrelatorOptions
+// are client-go's (see there). No option value makes NewBroadcaster panic or
+// a sink be refused.
 type BroadcasterOption func(*config)
 
 type config struct {
