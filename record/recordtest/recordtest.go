@@ -24,7 +24,8 @@ type Event struct {
 	Annotations           map[string]string
 }
 
-// String formats the event like record.FakeRecorder does.
+// String formats the event as record.FakeRecorder does without IncludeObject
+// and annotations: "<type> <reason> <message>".
 func (e Event) String() string { return e.Type + " " + e.Reason + " " + e.Message }
 
 // Recorder is a record.EventRecorderLogger that keeps events in memory. The
