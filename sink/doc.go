@@ -1,6 +1,6 @@
 // Package sink writes Events to the Kubernetes API server.
 //
-// It holds three things:
+// It holds two things:
 //
 //   - [EventSink], the interface client-go's tools/record writes through. Its
 //     method set is client-go's, so client-go's own *typedcorev1.EventSinkImpl
@@ -8,12 +8,12 @@
 //     deadline or a shutdown cancel a request in flight; herald's [EventSinkImpl]
 //     implements both, and [NewForConfig] builds one with an events client of
 //     its own.
-//   - [Classify], which sorts the errors a sink returns into the classes the
-//     delivery engine acts on: retried (transport errors, timeouts, 5xx,
-//     429), Create on Patch NotFound, and permanent drops (AlreadyExists,
-//     namespace terminating, Forbidden, other 4xx, a request that cannot be
-//     built, a sink that panics or returns nonsense).
-//   - [Engine], the delivery engine.
+//   - [Engine], the delivery engine, with its [Options] and [Stats]. It sorts
+//     the errors a sink returns into retried (transport errors, timeouts,
+//     408, 5xx, 429), Create on Patch NotFound, and permanent drops
+//     (AlreadyExists, namespace terminating, Forbidden, other 4xx, a request
+//     that cannot be built, a sink that panics or returns nonsense), counted
+//     by reason in [Drops].
 //
 // Most users never touch this package directly: record.EventBroadcaster's
 // StartRecordingToSink builds an Engine around the sink it is given. What
@@ -81,8 +81,8 @@
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
 // default) whose rate adapts to the server, as TCP's congestion window
 // does to losses, with the 429 as the loss and the Retry-After as the
-// round: a 429 cuts the rate to 0.7 times the rate of recent successful
-// writes (once per Retry-After), it grows back by 0.5 writes/s plus 10% per
+// round: a 429 cuts the rate to 0.7 times the lower of the rate and the
+// rate of recent successful writes (once per Retry-After), it grows back by 0.5 writes/s plus 10% per
 // second while writes wait for it, an engine back from a Retry-After pause
 // slow-starts, and one that idles within a minute of trouble restarts
 // gently instead of with its full burst. The growth and the restart are

@@ -37,7 +37,8 @@ const (
 	dropRejected dropReason = "rejected"
 	// dropBadResponse: the sink returned no event and no error.
 	dropBadResponse dropReason = "bad_response"
-	// dropRetriesExhausted: the write failed MaxTries times in a row.
+	// dropRetriesExhausted: the key's own writes failed MaxTries times in a
+	// row.
 	dropRetriesExhausted dropReason = "retries_exhausted"
 	// dropPendingFull: MaxPending writes were already waiting.
 	dropPendingFull dropReason = "pending_full"
@@ -51,23 +52,23 @@ const (
 // nil event and a nil error.
 var errBadResponse = errors.New("sink: sink returned no event and no error")
 
-// Class is what the engine does with an error.
+// errClass is what the engine does with an error.
 type errClass int
 
 const (
-	// Retry the write later, with backoff (transport errors, 5xx, 429,
-	// timeouts, unknown errors).
+	// Retry the write later, with backoff (transport errors, 408, 5xx,
+	// 429, timeouts, unknown errors).
 	classRetry errClass = iota
-	// CreateInstead: a Patch found no event to patch; Create it.
+	// A Patch found no event to patch: Create it instead.
 	classCreateInstead
 	// Drop the event for good; the reason says why.
 	classDrop
 )
 
-// Classification is the verdict of [Classify] on one error.
+// classification is the verdict of classify on one error.
 type classification struct {
 	errClass errClass
-	// Reason is set when Class is Drop.
+	// Reason is set when errClass is classDrop.
 	Reason dropReason
 	// RetryAfter is the delay the server asked for (429, 503 with
 	// Retry-After), or zero.
@@ -77,11 +78,11 @@ type classification struct {
 	Overload bool
 }
 
-// Classify sorts an error returned by an EventSink write. patching tells
+// classify sorts an error returned by an EventSink write. patching tells
 // whether the failed call was a Patch (only a Patch's NotFound means
 // "create it instead"; a Create's NotFound means the namespace is missing).
 //
-// Transport errors, timeouts, 5xx and 429 are retried; 429 and 5xx carry the
+// Transport errors, timeouts, 408, 5xx and 429 are retried; 429 and 5xx carry the
 // server's Retry-After. AlreadyExists, Forbidden (including namespace
 // terminating), every other 4xx, a StatusError without an HTTP code, a
 // request the client cannot build, a sink that panicked and a success

@@ -36,9 +36,10 @@ const (
 
 // Options tunes an [Engine]. The zero value is valid and means every
 // default. In every field, zero means the default, and a value out of range
-// (negative, NaN, Workers above 1024) means the default too: the engine
-// logs one error naming the field when it starts. A limit is turned off with
-// a named value ([Unlimited], [NoWait]), not a negative number.
+// (negative, NaN or infinite, Workers above 1024) means the default too:
+// the engine logs one error naming the field when it starts. A limit is
+// turned off with a named value ([Unlimited], [NoWait]), not a negative
+// number.
 type Options struct {
 	// Workers is the number of goroutines writing to the sink. Default 4;
 	// at most 1024.
@@ -59,8 +60,10 @@ type Options struct {
 	// MaxTries is how many failed writes of one key, in a row, drop its
 	// events as retries_exhausted (default 12, client-go's). Only the
 	// failures judged the key's count (see the package documentation's
-	// table): a 5xx or a 429 without Retry-After while the server answers
-	// other writes. The server's failures (a failed probe, no answer, 5xx
+	// table): a retried failure other than a 429 with Retry-After while the
+	// server answers other writes (or the first 5xx or 429 without
+	// Retry-After, until a second key shows it is the server's; that try
+	// is then refunded). The server's failures (a failed probe, no answer, 5xx
 	// of distinct keys with nothing answered in between) and load
 	// shedding (a 429 with Retry-After) are never charged, so during an
 	// outage events wait (bounded by MaxPending) however long it lasts.
@@ -73,15 +76,17 @@ type Options struct {
 	// fail: the n-th probe (or try) after the failure waits a random
 	// time in [d/2, d] with d = BaseDelay·2^(n-1) capped at MaxDelay. A
 	// Retry-After from the server is honoured instead, up to MaxDelay (so a
-	// server asking for an hour does not park events for an hour), plus up
-	// to half of it more at random for events just recorded, less for older
-	// ones (the fraction is 1s/(1s+age)). Defaults 500 ms and 2 s: an
-	// engine sends at most one request every 2 s to a server that is down,
-	// and finds it back within 2 s of its return. MaxDelay [NoWait] means
-	// no wait at all. record.WithSleepDuration is client-go's name for
-	// MaxDelay.
+	// server asking for an hour does not park events for an hour); a probe
+	// waits up to half of it more at random when the engine's oldest event
+	// was just recorded, less when it is older (the fraction is
+	// 1s/(1s+age)). Defaults 500 ms and 2 s: an engine sends one request
+	// every 1 to 2 s to a server that is down, and finds it back within
+	// 2 s of its return. MaxDelay [NoWait] means no wait at all.
+	// record.WithSleepDuration is client-go's name for MaxDelay.
 	BaseDelay, MaxDelay time.Duration
-	// RequestTimeout bounds one request of a ContextEventSink. Default 30 s.
+	// RequestTimeout bounds one request of a ContextEventSink (and of
+	// client-go's *typedcorev1.EventSinkImpl, which the engine writes
+	// through its client). Default 30 s.
 	RequestTimeout time.Duration
 	// Clock drives backoff, the token bucket and timeouts. Default: the
 	// real clock. Given to a broadcaster (record.WithSinkOptions), it is
@@ -110,7 +115,7 @@ type Options struct {
 	// timed by the backoff alone. Keys are independent: one key's interval
 	// never delays another's write. A key waiting for its interval counts
 	// in Stats' Pending and OldestPending but not in HeldBack, and a Flush
-	// (or Wait, or Barrier) does not wait out intervals: the keys it waits
+	// (or Wait) does not wait out intervals: the keys it waits
 	// for are written at once. The engine remembers a key's last write for
 	// the interval only.
 	keyInterval time.Duration

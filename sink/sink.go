@@ -81,9 +81,9 @@ func NewForConfig(cfg *rest.Config) (*EventSinkImpl, error) {
 
 // EventsConfig returns the configuration of an events client of herald's
 // own: a copy of cfg with no client-side rate limiter (the engine's write
-// limit, WithWriteLimit in package record, 50 writes/s and a burst of 100 by
-// default and adaptive, is the one budget of herald's writes, so raising
-// it is not capped by the client) and the user agent suffix
+// limit, Options.QPS and Burst, 50 writes/s and a burst of 100 by default
+// and adaptive, is the one budget of herald's writes, so raising it is not
+// capped by the client) and the user agent suffix
 // " herald-events". NewForConfig, and events.NewForConfig for
 // events.k8s.io/v1, build their clients with it.
 func EventsConfig(cfg *rest.Config) *rest.Config {

@@ -17,7 +17,7 @@ type Stats struct {
 	// later write of the same event (that write carried their count).
 	Coalesced int64
 	// Retried counts failed attempts that were put back to wait. It counts
-	// attempts, not events, and is not part of the identity above.
+	// attempts, not events, and is not part of the identity.
 	Retried int64
 	// Abandoned counts events still unwritten when the engine stopped.
 	Abandoned int64
@@ -44,7 +44,7 @@ type Stats struct {
 	RateCuts int64
 	// HeldBack counts the pending events that wait only because the
 	// server is down, asked them to retry later (a 429's Retry-After) or
-	// the write budget is spent (a gauge).
+	// the write budget (or the in-flight window) is spent (a gauge).
 	HeldBack int64
 	// OldestPending is the age of the oldest event not yet written
 	// (pending or in flight); zero when none is.
@@ -87,8 +87,9 @@ func (s ServerState) String() string {
 // reaches a delivery engine, the others by the engine; an engine's own Stats
 // has only the latter. [Drops.ByReason] names each by its metric label.
 type Drops struct {
-	// Invalid: a nil or unreferenceable object, a bad event type, invalid
-	// annotations ("invalid").
+	// Invalid: an object with no valid reference (nil, unreferenceable, an
+	// invalid namespace, a field over 1024 bytes), a bad event type,
+	// invalid annotations ("invalid").
 	Invalid int64
 	// QueueFull: the broadcaster's incoming queue was full ("queue_full").
 	QueueFull int64
@@ -210,7 +211,7 @@ func reasonIndex(r dropReason) int {
 			return i
 		}
 	}
-	return 3 // DropRejected: an unknown reason is still counted
+	return 3 // dropRejected: an unknown reason is still counted
 }
 
 func (c *counters) snapshot() Stats {
