@@ -46,8 +46,9 @@ func NewEventBroadcasterAdapter(client kubernetes.Interface) EventBroadcasterAda
 //   - Shutdown writes what is pending first.
 //
 // ctx ending shuts the adapter down, as client-go's does for its core/v1
-// broadcaster; its logger is the adapter's. opts apply to both
-// broadcasters. The returned value also has Flush(ctx) error,
+// broadcaster; its logger is the adapter's. The record options of opts
+// (WithBroadcasterOptions) apply to both broadcasters, WithSeriesInterval to
+// the events.k8s.io/v1 one. The returned value also has Flush(ctx) error,
 // ShutdownWithContext(ctx) error, Stats() Stats and LegacyStats() Stats.
 func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernetes.Interface, opts ...Option) EventBroadcasterAdapter {
 	all := append([]Option{WithBroadcasterOptions(record.WithContext(ctx))}, opts...)

@@ -38,8 +38,8 @@
 // object needs a reference, the type is Normal or Warning, the reason and
 // the action are not empty, the reporting controller is a qualified name,
 // annotations are valid. Fields longer than the server accepts are cut on a
-// UTF-8 boundary: the note to 1024 bytes, the reason, action and reporting
-// instance to 128.
+// UTF-8 boundary: the note to the message limit (record.WithMessageLimit,
+// at most 1024 bytes), the reason, action and reporting instance to 128.
 //
 // Events travel through the pipeline as core/v1 Events, which have every
 // field of an events.k8s.io/v1 Event; the sink and the watchers convert

@@ -18,16 +18,16 @@ import (
 
 // Series timing and cache size.
 const (
-	// FinishTime is how long a series (or a single event) stays open
+	// finishTime is how long a series (or a single event) stays open
 	// without a new occurrence; a later occurrence starts a new event.
 	// client-go's finishSeries forgets it between 6 and 12 minutes after
 	// the last occurrence (a 6-minute sliding tick); herald uses exactly 6.
 	finishTime = 6 * time.Minute
-	// DefaultSeriesInterval is the default WithSeriesInterval: the longest
+	// defaultSeriesInterval is the default WithSeriesInterval: the longest
 	// a stored series count lags behind the occurrences (client-go: up to
 	// 30 minutes, its refresh period).
 	defaultSeriesInterval = 2 * time.Second
-	// DefaultCacheSize is how many open series (and single events that may
+	// defaultCacheSize is how many open series (and single events that may
 	// become one) are remembered; the least recently seen is forgotten
 	// first, and its next occurrence starts a new event. client-go's cache
 	// is unbounded.
