@@ -84,8 +84,9 @@ var (
 //     (controller-runtime writes them with LeaderElectionConfig).
 //
 // herald writes with clients of its own made from cfg
-// (sink.NewForConfig and events.NewForConfig: their own rate limits and a
-// " herald-events" user agent), and logs through opts.Logger (by default
+// (sink.NewForConfig and events.NewForConfig: no client-side rate limit,
+// herald's write limit being the budget, and a " herald-events" user
+// agent), and logs through opts.Logger (by default
 // controller-runtime's log.Log, as the manager does); with V(1) enabled
 // there, every event is also logged, as controller-runtime's recorders do.
 //
