@@ -14,18 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
-
-// identity checks that every event handed to Add is in one bucket.
-func identity(t *testing.T, added int64, s sink.Stats) {
-	t.Helper()
-	sum := s.Created + s.Patched + s.Coalesced + s.Dropped.Total() + s.Abandoned + s.Pending + s.InFlight
-	if sum != added {
-		t.Fatalf("added %d, accounted %d: %+v", added, sum, s)
-	}
-}
 
 // Every public call of the engine at once, from many goroutines, against a
 // sink that fails, panics, hangs until cancelled and answers 429, and a
@@ -111,9 +103,9 @@ func TestEngineChaos(t *testing.T) {
 			wg.Wait()
 			eng.Stop(context.Background()) // again: nothing more
 			st := eng.Stats()
-			identity(t, added.Load(), st)
+			check.Engine(t, added.Load(), st)
 			if st.Pending != 0 || st.InFlight != 0 {
-				t.Fatalf("after Stop: %+v", st)
+				t.Fatalf("after Stop: pending %d, in flight %d, want 0: %+v", st.Pending, st.InFlight, st)
 			}
 			if err := eng.Flush(context.Background()); err != nil {
 				t.Fatalf("Flush after Stop: %v", err)

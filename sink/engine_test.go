@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
@@ -302,7 +303,7 @@ func TestPoisonKeyRetriesExhausted(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	if s := h.eng.Stats(); s.Dropped.Total() != 1 || s.Pending+s.InFlight != 0 && s.Created == 0 {
-		t.Fatalf("stats %+v", s)
+		t.Fatalf("dropped %d, want 1 (the poison key alone); created %d, pending + in flight %d, want the good events written; stats %+v", s.Dropped.Total(), s.Created, s.Pending+s.InFlight, s)
 	}
 }
 
@@ -460,17 +461,18 @@ func TestAccountingIdentity(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			for s := h.eng.Stats(); s.Pending+s.InFlight > 0; s = h.eng.Stats() {
 				if time.Now().After(deadline) {
-					t.Fatalf("events still waiting after their retries should have run out: %+v", s)
+					t.Fatalf("events still waiting after their retries should have run out: pending %d, in flight %d, want 0; stats %+v", s.Pending, s.InFlight, s)
 				}
 				h.clock.Step(time.Millisecond)
 				time.Sleep(100 * time.Microsecond)
 			}
+			// So Stop finds nothing to abandon.
 			h.eng.Stop(context.Background())
 			s := h.eng.Stats()
-			sum := s.Created + s.Patched + s.Coalesced + s.Dropped.Total() + s.Abandoned + s.Pending + s.InFlight
-			if sum != added {
-				t.Fatalf("added %d, accounted %d: %+v", added, sum, s)
+			if s.Abandoned != 0 || s.Pending != 0 || s.InFlight != 0 {
+				t.Errorf("after Stop: abandoned %d, pending %d, in flight %d, want 0 (every event written or dropped before Stop); stats %+v", s.Abandoned, s.Pending, s.InFlight, s)
 			}
+			check.Engine(t, added, s)
 		})
 	}
 }

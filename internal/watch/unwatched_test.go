@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/watch"
 )
 
@@ -58,13 +59,10 @@ func TestUnwatchedEventsSkipTheQueue(t *testing.T) {
 	if err := b.Action(apiwatch.Added, &num{1001}); err != nil { // the loop forgets the stopped watcher here
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for b.Stats().Distributed != 202 {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v", b.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	check.Eventually(t, "the loop to forget the stopped watcher", func() error {
+		s := b.Stats()
+		return check.Errorf(s.Distributed == 202, "distributed %d, want 202; stats %+v", s.Distributed, s)
+	})
 	before := len(prepared)
 	if err := b.Action(apiwatch.Added, &num{1002}); err != nil {
 		t.Fatal(err)

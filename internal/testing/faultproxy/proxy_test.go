@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/heraldk8s/herald/internal/testing/check"
 )
 
 func TestMain(m *testing.M) {
@@ -101,18 +103,6 @@ func newEvent(name string) *corev1.Event {
 func createEvent(ctx context.Context, cs kubernetes.Interface, name string) error {
 	_, err := cs.CoreV1().Events(testNS).Create(ctx, newEvent(name), metav1.CreateOptions{})
 	return err
-}
-
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestPassThroughAndCounters(t *testing.T) {
@@ -373,7 +363,9 @@ func TestGoDarkRecovers(t *testing.T) {
 	if err := createEvent(context.Background(), cs, "d"); err == nil {
 		t.Error("create right after GoDark: no error")
 	}
-	eventually(t, "light after GoDark", func() bool { return !p.IsDark() })
+	check.Eventually(t, "light after GoDark", func() error {
+		return check.Errorf(!p.IsDark(), "the proxy is still dark")
+	})
 	if err := createEvent(context.Background(), cs, "d"); err != nil {
 		t.Fatalf("create after recovery: %v", err)
 	}
