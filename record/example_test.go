@@ -18,7 +18,7 @@ import (
 // The examples write to an in-memory sink (a controller passes
 // &sink.EventSinkImpl{Interface: clientset.CoreV1().Events("")}) and run on
 // a fake clock, so their output is stable. A fake clock never refills a
-// token bucket, hence WithWriteLimit(-1, 0).
+// token bucket, hence QPS sink.Unlimited.
 func exampleOptions() []record.BroadcasterOption {
 	return []record.BroadcasterOption{
 		record.WithSinkOptions(sink.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), QPS: sink.Unlimited}),
