@@ -57,7 +57,7 @@ func (e *eventBroadcasterImpl) recordToSink(s EventSink, event *v1.Event, eventC
 		return
 	}
 	engine, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: sink.Unlimited, MaxDelay: sink.NoWait, OnWritten: func(key string, sent, stored *v1.Event) {
-		eventCorrelator.UpdateStateForWrite(key, sent.Name, stored)
+		eventCorrelator.c.UpdateStateForWrite(key, sent.Name, stored)
 	}})
 	if err != nil {
 		panic(err)

@@ -28,9 +28,9 @@ type EventSink = sink.EventSink
 type CorrelatorOptions = correlator.CorrelatorOptions
 
 // Correlator names kept from client-go's tools/record, so code that spells
-// them record.X keeps compiling after the import path changes.
+// them record.X keeps compiling after the import path changes. A
+// broadcaster makes the correlator of each sink itself.
 type (
-	EventCorrelator             = correlator.EventCorrelator
 	EventCorrelateResult        = correlator.EventCorrelateResult
 	EventAggregatorKeyFunc      = correlator.EventAggregatorKeyFunc
 	EventAggregatorMessageFunc  = correlator.EventAggregatorMessageFunc
@@ -38,16 +38,6 @@ type (
 	EventFilterFunc             = correlator.EventFilterFunc
 	EventAggregator             = correlator.EventAggregator
 	EventSourceObjectSpamFilter = correlator.EventSourceObjectSpamFilter
-)
-
-// Correlator functions kept from client-go's tools/record.
-var (
-	NewEventCorrelator                 = correlator.NewEventCorrelator
-	NewEventCorrelatorWithOptions      = correlator.NewEventCorrelatorWithOptions
-	EventAggregatorByReasonFunc        = correlator.EventAggregatorByReasonFunc
-	EventAggregatorByReasonMessageFunc = correlator.EventAggregatorByReasonMessageFunc
-	NewEventAggregator                 = correlator.NewEventAggregator
-	NewEventSourceObjectSpamFilter     = correlator.NewEventSourceObjectSpamFilter
 )
 
 // EventRecorder knows how to record events on behalf of an EventSource.
