@@ -53,8 +53,8 @@ type broadcaster struct {
 var _ EventBroadcaster = (*broadcaster)(nil)
 
 // NewBroadcaster returns a broadcaster. Like client-go's, it starts one
-// goroutine at once (the distribution loop) and one per watcher started
-// later; Shutdown (or cancelling the WithContext context) stops them all, so
+// goroutine at once (the distribution loop; one more watches a cancellable
+// WithContext context) and one per watcher started later; Shutdown (or cancelling the WithContext context) stops them all, so
 // call Shutdown when done with it.
 func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	cfg := newConfig(opts)

@@ -15,8 +15,9 @@
 // (type aliases), so a herald recorder goes wherever a client-go recorder
 // goes. [EventBroadcaster] has client-go's methods plus Flush,
 // ShutdownWithContext and Stats. StartRecordingToSink takes client-go's
-// *typedcorev1.EventSinkImpl unchanged; herald's sink.EventSinkImpl also lets
-// a shutdown cancel requests in flight.
+// *typedcorev1.EventSinkImpl unchanged and writes through its client as
+// through herald's sink.EventSinkImpl: no retries inside client-go, and a
+// shutdown cancels the requests in flight.
 //
 // # What is different
 //
