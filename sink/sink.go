@@ -29,9 +29,11 @@ type EventSink = clientrecord.EventSink
 // ContextEventSink is an EventSink whose writes take a context. The engine
 // prefers these methods when a sink has them: each request then carries the
 // engine's request timeout and is cancelled when the engine stops. A sink
-// without them is called through the plain methods, which cannot be
-// cancelled: Stop then counts a write still under way as abandoned and
-// leaves its goroutine to end when the call returns.
+// without them (client-go's *typedcorev1.EventSinkImpl excepted, which the
+// engine writes through its client as an [EventSinkImpl]) is called
+// through the plain methods, which cannot be cancelled: Stop then counts a
+// write still under way as abandoned and leaves its goroutine to end when
+// the call returns.
 type ContextEventSink interface {
 	EventSink
 	CreateContext(ctx context.Context, event *v1.Event) (*v1.Event, error)
