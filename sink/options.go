@@ -88,7 +88,8 @@ type Options struct {
 	// client-go's *typedcorev1.EventSinkImpl, which the engine writes
 	// through its client). Default 30 s.
 	RequestTimeout time.Duration
-	// Clock drives backoff, the token bucket and timeouts. Default: the
+	// Clock drives backoff, Retry-After waits, the token bucket and the
+	// key interval (RequestTimeout runs on the real clock). Default: the
 	// real clock. Given to a broadcaster (record.WithSinkOptions), it is
 	// the broadcaster's clock too: its recorders' timestamps and its
 	// correlators' (unless CorrelatorOptions.Clock is set). Tests pass a
@@ -115,9 +116,9 @@ type Options struct {
 	// timed by the backoff alone. Keys are independent: one key's interval
 	// never delays another's write. A key waiting for its interval counts
 	// in Stats' Pending and OldestPending but not in HeldBack, and a Flush
-	// (or Wait) does not wait out intervals: the keys it waits
-	// for are written at once. The engine remembers a key's last write for
-	// the interval only.
+	// (or Wait) does not wait out intervals: the keys it waits for are
+	// written at once. The engine remembers a key's last write for the
+	// interval only.
 	keyInterval time.Duration
 	noDelay     bool // MaxDelay was NoWait: retry at once
 }
