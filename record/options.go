@@ -40,16 +40,16 @@ const (
 // Each setting has one option: the delivery engine's (workers, write rate,
 // retries, timeouts, the clock) are one [sink.Options] given by
 // WithSinkOptions; the broadcaster's own are WithQueueLength,
-// WithShutdownGracePeriod and WithMessageLimit; client-go's WithContext,
-// WithCorrelatorOptions and WithSleepDuration keep their names. A zero value
-// means the default; a value out of range (negative, or above the option's
-// limit) means the default too, and one error naming it is logged (by
-// NewBroadcaster, or by each sink's engine for a field of sink.Options). A
-// limit is turned off by a named value (sink.Unlimited, sink.NoWait), never
-// a negative number. Two exceptions keep client-go's meanings:
-// WithSleepDuration(0) means no wait, and the fields of CorrelatorOptions
-// are client-go's (see there). No option value makes NewBroadcaster panic or
-// a sink be refused.
+// WithShutdownGracePeriod, WithMessageLimit and WithLogger; client-go's
+// WithContext, WithCorrelatorOptions and WithSleepDuration keep their names.
+// A zero value means the default; a value out of range (negative, or above
+// the option's limit) means the default too, and one error naming it is
+// logged (by NewBroadcaster, or by each sink's engine for a field of
+// sink.Options). A limit is turned off by a named value (sink.Unlimited,
+// sink.NoWait), never a negative number. Two exceptions keep client-go's
+// meanings: WithSleepDuration(0) (or negative) means no wait, and the
+// fields of CorrelatorOptions are client-go's (see there). No option value
+// makes NewBroadcaster panic or a sink be refused.
 type BroadcasterOption func(*config)
 
 type config struct {
