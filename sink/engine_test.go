@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -85,13 +86,10 @@ func (h *harness) flush() {
 // until polls cond (engine state changes on worker goroutines) with a bound.
 func (h *harness) until(what string, cond func(sink.Stats) bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond(h.eng.Stats()) {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s; stats %+v", what, h.eng.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	check.Eventually(h.t, what, func() error {
+		s := h.eng.Stats()
+		return check.Errorf(cond(s), "stats %+v", s)
+	})
 }
 
 // stepUntil steps the fake clock by d until cond holds. Stepping more than
@@ -540,6 +538,16 @@ func TestBarrierSeesFinalCounts(t *testing.T) {
 		s := h.eng.Stats()
 		if got := s.Created + s.Dropped.Total(); got != int64(i+1) || s.Pending+s.InFlight != 0 {
 			t.Fatalf("after barrier %d: %d accounted, stats %+v", i, got, s)
+		}
+	}
+}
+
+func TestNilSinksRefused(t *testing.T) {
+	var typed *sink.EventSinkImpl
+	var clientgo *typedcorev1.EventSinkImpl
+	for _, s := range []sink.EventSink{nil, typed, clientgo} {
+		if _, err := sink.NewEngine(s, sink.Options{}); err == nil {
+			t.Errorf("NewEngine(%T nil) accepted", s)
 		}
 	}
 }
