@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -65,10 +66,13 @@ func (s *EventSinkImpl) restClient() rest.Interface {
 	return rc
 }
 
-// Create stores a new event in the event's namespace.
+// Create stores a new event in the event's namespace. An event without a
+// namespace is refused, as client-go's sink refuses it, with a BadRequest
+// status error (which the delivery engine drops as rejected instead of
+// retrying).
 func (s *EventSinkImpl) Create(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
 	if event.Namespace == "" {
-		return nil, errors.New("can't create an event with empty namespace")
+		return nil, apierrors.NewBadRequest("can't create an event with empty namespace")
 	}
 	rc := s.restClient()
 	if rc == nil {
@@ -83,7 +87,7 @@ func (s *EventSinkImpl) Create(ctx context.Context, event *eventsv1.Event) (*eve
 // client-go's EventSink.
 func (s *EventSinkImpl) Update(ctx context.Context, event *eventsv1.Event) (*eventsv1.Event, error) {
 	if event.Namespace == "" {
-		return nil, errors.New("can't update an event with empty namespace")
+		return nil, apierrors.NewBadRequest("can't update an event with empty namespace")
 	}
 	return s.Interface.Events(event.Namespace).Update(ctx, event, metav1.UpdateOptions{})
 }
@@ -92,7 +96,7 @@ func (s *EventSinkImpl) Update(ctx context.Context, event *eventsv1.Event) (*eve
 // its namespace.
 func (s *EventSinkImpl) Patch(ctx context.Context, oldEvent *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
 	if oldEvent.Namespace == "" {
-		return nil, errors.New("can't patch an event with empty namespace")
+		return nil, apierrors.NewBadRequest("can't patch an event with empty namespace")
 	}
 	rc := s.restClient()
 	if rc == nil {

@@ -73,3 +73,32 @@ func TestNewForConfigAndNoClientRetries(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyNamespaceIsRejected: an event without a namespace is refused
+// before any request, with an error the engine drops as rejected (a 400)
+// instead of retrying it as the server failing for everyone.
+func TestEmptyNamespaceIsRejected(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	s, err := events.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}
+	_, errCreate := s.Create(ctx, ev)
+	_, errPatch := s.Patch(ctx, ev, []byte(`{}`))
+	_, errUpdate := s.Update(ctx, ev)
+	for op, err := range map[string]error{"Create": errCreate, "Patch": errPatch, "Update": errUpdate} {
+		if !apierrors.IsBadRequest(err) {
+			t.Errorf("%s of an event without a namespace: %v, want a BadRequest", op, err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests sent, want none", n)
+	}
+}
