@@ -3,7 +3,7 @@ package watch_test
 import (
 	"context"
 	"errors"
-	"runtime"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +12,7 @@ import (
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/watch"
 )
 
@@ -358,16 +359,12 @@ func waitShutdownStarted(t testing.TB, b *watch.Broadcaster) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(background())
 	cancel()
-	deadline := time.Now().Add(guard)
-	for {
-		if err := b.Mark(ctx, &mark{-1}); errors.Is(err, watch.ErrShutdown) {
-			return
+	check.Eventually(t, "Shutdown to begin", func() error {
+		if err := b.Mark(ctx, &mark{-1}); !errors.Is(err, watch.ErrShutdown) {
+			return fmt.Errorf("Mark answered %v, not %v", err, watch.ErrShutdown)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Shutdown did not start within %v", guard)
-		}
-		runtime.Gosched()
-	}
+		return nil
+	})
 }
 
 func TestShutdownDistributesQueuedEventsThenCloses(t *testing.T) {
