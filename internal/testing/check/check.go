@@ -12,12 +12,13 @@ import (
 	"github.com/heraldk8s/herald/sink"
 )
 
-// Timeout bounds Eventually. It only turns a hang into a failure: a
-// condition that holds is seen within a poll interval of holding.
-const Timeout = 30 * time.Second
+// timeout bounds Eventually. It only turns a hang into a failure: a
+// condition that holds is seen within a poll interval of holding. (A
+// variable for this package's own tests.)
+var timeout = 30 * time.Second
 
 // Eventually polls cond on the real clock until it returns nil, and fails t
-// (Fatal) with cond's last error if it still does not after Timeout. cond's
+// (Fatal) with cond's last error if it still does not after 30 s. cond's
 // error says why the state waited for is not there yet (what it saw), so
 // that the failure does. The polls start 1 ms apart and slow down to 50 ms,
 // so that a wait on a real API server does not flood it.
@@ -26,7 +27,7 @@ const Timeout = 30 * time.Second
 // instead of polling.
 func Eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
+	deadline := time.Now().Add(timeout)
 	interval := time.Millisecond
 	for {
 		err := cond()
@@ -34,7 +35,7 @@ func Eventually(t testing.TB, what string, cond func() error) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %v", Timeout, what, err)
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
 		}
 		time.Sleep(interval)
 		interval = min(2*interval, 50*time.Millisecond)
