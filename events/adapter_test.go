@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -201,8 +203,8 @@ func TestAdapterShutdownFlushesBoth(t *testing.T) {
 		t.Errorf("core/v1: %+v", core)
 	}
 	f := a.(flusher)
-	checkIdentity(t, f.Stats())
-	checkIdentity(t, f.LegacyStats())
+	check.Settled(t, f.Stats())
+	check.Settled(t, f.LegacyStats())
 }
 
 // The end of the adapter's context shuts it down: what is recorded after it
@@ -217,16 +219,38 @@ func TestAdapterContextEndShutsDown(t *testing.T) {
 	r := a.NewRecorder("example.com/ctl")
 	cancel()
 	f := a.(flusher)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Stats().Dropped.AfterShutdown == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the adapter still records after its context ended: %+v", f.Stats())
-		}
+	check.Eventually(t, "the adapter to shut down when its context ended", func() error {
 		r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
-		time.Sleep(time.Millisecond) // polling a condition
-	}
+		st := f.Stats()
+		return check.Errorf(st.Dropped.AfterShutdown > 0, "no event dropped after shutdown yet; stats %+v", st)
+	})
+	// From now on, each event of either recorder is counted, as dropped
+	// after shutdown, and reaches no sink.
+	before, legacyBefore := f.Stats(), f.LegacyStats()
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "after")
+	a.DeprecatedNewLegacyRecorder("legacy").Eventf(pod("ns", "p"), v1.EventTypeNormal, "Legacy", "after")
 	a.Shutdown()
-	checkIdentity(t, f.Stats())
+	st, legacy := f.Stats(), f.LegacyStats()
+	if st.Recorded != before.Recorded+1 || st.Dropped.AfterShutdown != before.Dropped.AfterShutdown+1 {
+		t.Errorf("events.k8s.io/v1 recorder after the context ended: recorded %d, dropped after shutdown %d, want %d and %d; stats %+v",
+			st.Recorded, st.Dropped.AfterShutdown, before.Recorded+1, before.Dropped.AfterShutdown+1, st)
+	}
+	if legacy.Recorded != legacyBefore.Recorded+1 || legacy.Dropped.AfterShutdown != legacyBefore.Dropped.AfterShutdown+1 {
+		t.Errorf("legacy recorder after the context ended: recorded %d, dropped after shutdown %d, want %d and %d; stats %+v",
+			legacy.Recorded, legacy.Dropped.AfterShutdown, legacyBefore.Recorded+1, legacyBefore.Dropped.AfterShutdown+1, legacy)
+	}
+	for _, e := range listEvents(t, cs) {
+		if e.Note == "after" {
+			t.Errorf("an event recorded after the context ended reached the server: %+v", e)
+		}
+	}
+	for _, e := range coreEvents(t, cs) {
+		if e.Message == "after" {
+			t.Errorf("a legacy event recorded after the context ended reached the server: %+v", e)
+		}
+	}
+	check.Settled(t, st)
+	check.Settled(t, legacy)
 }
 
 // The adapter's discovery logs through the logger its options give
@@ -254,4 +278,19 @@ func TestAdapterDiscoveryLogsThroughItsLogger(t *testing.T) {
 		}
 	}
 	t.Fatalf("the fallback to core/v1 was not logged through the adapter's logger: %q", lines)
+}
+
+// When the adapter's context ends, it shuts down; the goroutine of the
+// deprecated StartRecordingToSink ends with it, even with a stopCh that
+// never closes.
+func TestAdapterStartRecordingEndsWithContext(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	a := events.NewEventBroadcasterAdapterWithContext(ctx, cs)
+	a.StartRecordingToSink(nil)
+	a.NewRecorder("ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	cancel()
+	check.Eventually(t, "the adapter's goroutines to end", func() error { return goleak.Find(base) })
 }

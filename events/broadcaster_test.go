@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,9 +13,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	cgevents "k8s.io/client-go/tools/events"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -36,10 +40,9 @@ func TestStartRecordingTwiceAndAgain(t *testing.T) {
 	cancel()
 	// Recording stops asynchronously after ctx ends; starting again
 	// succeeds once it has.
-	waitFor(t, func() bool {
-		err := b.StartRecordingToSinkWithContext(context.Background())
-		return err == nil
-	}, "a new start after the context ended")
+	check.Eventually(t, "a new start after the context ended", func() error {
+		return b.StartRecordingToSinkWithContext(context.Background())
+	})
 	r.Eventf(pod("ns", "b"), nil, v1.EventTypeNormal, "R", "A", "two")
 	flush(t, b)
 	if n := len(s.all()); n != 2 {
@@ -101,8 +104,9 @@ func TestDeprecatedStartRecordingToSink(t *testing.T) {
 		t.Fatalf("stored %d", len(s.all()))
 	}
 	close(stopCh)
-	waitFor(t, func() bool { return b.StartRecordingToSinkWithContext(context.Background()) == nil },
-		"recording to stop after stopCh closed")
+	check.Eventually(t, "recording to stop after stopCh closed", func() error {
+		return b.StartRecordingToSinkWithContext(context.Background())
+	})
 	b.Shutdown()
 	if err := goleak.Find(base); err != nil {
 		t.Fatal(err)
@@ -205,7 +209,7 @@ func TestShutdownFlushesSeriesCounts(t *testing.T) {
 	}
 	b.Shutdown()
 	st := b.Stats()
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	evs := s.all()
 	if len(evs) != 50 {
 		t.Fatalf("stored %d events; stats %+v", len(evs), st)
@@ -245,7 +249,7 @@ func TestShutdownWithContextHangingSink(t *testing.T) {
 	if st.Abandoned != 5 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	if err2 := b.ShutdownWithContext(context.Background()); fmt.Sprint(err2) != fmt.Sprint(err) {
 		t.Errorf("second call: %v, first %v", err2, err)
 	}
@@ -264,7 +268,7 @@ func TestEventfAfterShutdown(t *testing.T) {
 	if st.Recorded != 1 || st.Dropped.AfterShutdown != 1 || len(s.all()) != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 func TestConcurrentEventf(t *testing.T) {
@@ -290,7 +294,7 @@ func TestConcurrentEventf(t *testing.T) {
 	wg.Wait()
 	flush(t, b)
 	st := b.Stats()
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	var total int32
 	for _, e := range s.all() {
 		if e.Series == nil {
@@ -336,7 +340,7 @@ func TestShutdownDuringConcurrentEventf(t *testing.T) {
 	b.Shutdown()
 	wg.Wait()
 	st := b.Stats()
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	var stored int64
 	for _, e := range s.all() {
 		stored += int64(count(e))
@@ -360,7 +364,9 @@ func TestContextEndWritesWhatWasRecorded(t *testing.T) {
 		r.Eventf(pod("ns", fmt.Sprint("p", i%5)), nil, v1.EventTypeNormal, "R", "A", "n")
 	}
 	cancel()
-	waitFor(t, func() bool { return b.StartRecordingToSinkWithContext(context.Background()) == nil }, "recording to stop")
+	check.Eventually(t, "recording to stop", func() error {
+		return b.StartRecordingToSinkWithContext(context.Background())
+	})
 	flush(t, b)
 	var stored int32
 	for _, e := range s.all() {
@@ -369,5 +375,89 @@ func TestContextEndWritesWhatWasRecorded(t *testing.T) {
 	if stored != 20 {
 		t.Errorf("stored %d occurrences; stats %+v", stored, b.Stats())
 	}
-	checkIdentity(t, b.Stats())
+	check.Settled(t, b.Stats())
+}
+
+// client-go's EventSinkImpl without a client is refused like herald's.
+func TestClientGoSinkWithoutClient(t *testing.T) {
+	b := events.NewBroadcaster(&cgevents.EventSinkImpl{})
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err == nil {
+		t.Fatal("no error for a client-go EventSinkImpl without a client")
+	}
+}
+
+// A watcher's event is its own: mutating it changes neither the stored
+// event nor what other watchers see.
+func TestWatcherEventIsOwn(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	var mu sync.Mutex
+	for i := 0; i < 2; i++ {
+		stop, err := b.StartEventWatcher(func(o runtime.Object) {
+			e := o.(*eventsv1.Event)
+			mu.Lock()
+			seen = append(seen, e.Annotations["k"]+"/"+e.Related.Name)
+			mu.Unlock()
+			e.Annotations["k"] = "mutated"
+			e.Related.Name = "mutated"
+			e.Note = "mutated"
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	r := b.NewRecorder(scheme.Scheme, "ctl").(events.AnnotatedEventRecorder)
+	r.AnnotatedEventf(pod("ns", "p"), pod("ns", "rel"), map[string]string{"k": "v"}, v1.EventTypeNormal, "R", "A", "n")
+	flush(t, b)
+	evs := s.all()
+	if len(evs) != 1 || evs[0].Annotations["k"] != "v" || evs[0].Related.Name != "rel" || evs[0].Note != "n" {
+		t.Errorf("stored %+v", evs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, x := range seen {
+		if x != "v/rel" {
+			t.Errorf("a watcher saw %q", seen)
+		}
+	}
+}
+
+// A broadcaster shut down by its own context (record.WithContext) leaves no
+// goroutine of the deprecated StartRecordingToSink(nil) behind.
+func TestDeprecatedStartRecordingNilStopChEndsWithContext(t *testing.T) {
+	base := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := events.NewBroadcaster(newMemSink(), events.WithBroadcasterOptions(record.WithContext(ctx)))
+	b.StartRecordingToSink(nil)
+	b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	cancel()
+	check.Eventually(t, "the broadcaster's goroutines to end", func() error { return goleak.Find(base) })
+}
+
+// TestDeprecatedStartEndsWithContext: with record.WithContext, the end of
+// that context shuts the broadcaster down, and the goroutine of a
+// deprecated StartRecordingToSink whose stop channel never closes ends too.
+func TestDeprecatedStartEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: fake.NewClientset().EventsV1()}, events.WithBroadcasterOptions(record.WithContext(ctx)))
+	b.StartRecordingToSink(make(chan struct{}))
+	cancel()
+	// Wait for the shutdown the context started (without calling
+	// Shutdown, which would end the goroutine by itself).
+	check.Eventually(t, "the broadcaster to shut down when its context ended", func() error {
+		stop, err := b.StartEventWatcher(func(runtime.Object) {})
+		if err == nil {
+			stop()
+			return errors.New("StartEventWatcher still starts a watcher")
+		}
+		return nil
+	})
+	goleak.VerifyNone(t)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -23,6 +22,7 @@ import (
 	cgevents "k8s.io/client-go/tools/events"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -142,16 +142,19 @@ func clientGoRun(t *testing.T, controller string, ems []emission) []eventsv1.Eve
 		}
 		if seen[e.key()] <= 2 {
 			want++
-			waitFor(t, func() bool { return writes.Load() >= want }, "client-go write %d", want)
+			check.Eventually(t, fmt.Sprintf("client-go write %d", want), func() error {
+				n := writes.Load()
+				return check.Errorf(n >= want, "%d writes started", n)
+			})
 		}
 	}
 	// The reactor counts a write when it starts; wait until the tracker
 	// shows every write too: the stored objects and series.
 	var out []eventsv1.Event
-	waitFor(t, func() bool {
+	check.Eventually(t, "client-go's stored events", func() error {
 		l, err := cs.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
-			return false
+			return err
 		}
 		series := 0
 		for _, e := range l.Items {
@@ -166,8 +169,9 @@ func clientGoRun(t *testing.T, controller string, ems []emission) []eventsv1.Eve
 			}
 		}
 		out = l.Items
-		return len(l.Items) == len(seen) && series == wantSeries
-	}, "client-go's stored events")
+		return check.Errorf(len(l.Items) == len(seen) && series == wantSeries,
+			"%d events stored, %d of them series; want %d and %d", len(l.Items), series, len(seen), wantSeries)
+	})
 	for i := range out {
 		if a := firstAnn[storedKey(out[i].Regarding.Name, out[i].Type, out[i].Reason, out[i].Action)]; a != nil {
 			out[i].Annotations = maps.Clone(a)
@@ -189,17 +193,6 @@ func objName(o runtime.Object) string {
 	return ""
 }
 
-func waitFor(t *testing.T, cond func() bool, what string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for "+what, args...)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
-	}
-}
-
 // heraldRun records the emissions with herald and returns what its sink
 // (the same fake clientset) stored after Flush, and the stats.
 func heraldRun(t *testing.T, controller string, ems []emission) ([]eventsv1.Event, events.Stats) {
@@ -216,7 +209,7 @@ func heraldRun(t *testing.T, controller string, ems []emission) ([]eventsv1.Even
 	}
 	flush(t, b)
 	st := b.Stats()
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	return listEvents(t, cs), st
 }
 

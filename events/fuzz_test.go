@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -34,7 +35,7 @@ func FuzzRecorderFields(f *testing.F) {
 		}
 		flush(t, b)
 		st := b.Stats()
-		checkIdentity(t, st)
+		check.Settled(t, st)
 		if st.Recorded != 4 {
 			t.Fatalf("Recorded %d", st.Recorded)
 		}

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -60,15 +61,10 @@ func TestSeriesIntervalSpacesWrites(t *testing.T) {
 // write under way.
 func settled(t *testing.T, b events.EventBroadcaster, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	check.Eventually(t, "the pipeline to settle", func() error {
 		s := b.Stats()
-		if s.Offered >= n && s.Queued == 0 && s.InFlight == 0 && s.Created+s.Patched+s.Coalesced+s.Pending >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pipeline did not settle: %+v", s)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return check.Errorf(s.Offered >= n && s.Queued == 0 && s.InFlight == 0 && s.Created+s.Patched+s.Coalesced+s.Pending >= n,
+			"offered %d, queued %d, in flight %d, written or pending %d; want %d offered, %d written or pending, none queued or in flight; stats %+v",
+			s.Offered, s.Queued, s.InFlight, s.Created+s.Patched+s.Coalesced+s.Pending, n, n, s)
+	})
 }

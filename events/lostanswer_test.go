@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -117,4 +119,56 @@ func TestStatsMatchTheServerWhenAnswersAreLost(t *testing.T) {
 				seed, stored, st.Created, st.Patched, st.Coalesced, st.Dropped)
 		}
 	}
+}
+
+// lostAnswerSink stores the first Create but answers it 500 once release is
+// closed: its answer was lost after the server stored it.
+type lostAnswerSink struct {
+	*memSink
+	first   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *lostAnswerSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	out, err := s.memSink.Create(ctx, ev)
+	if err == nil && s.first.CompareAndSwap(false, true) {
+		close(s.entered)
+		<-s.release
+		return nil, apierrors.NewInternalError(errors.New("lost answer"))
+	}
+	return out, err
+}
+
+// A Create whose answer was lost is retried with the repeats recorded
+// meanwhile; the server answers AlreadyExists, and the series is patched:
+// the stored count is every occurrence, nothing is counted dropped.
+func TestLostCreateAnswerKeepsTheSeries(t *testing.T) {
+	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	<-s.entered
+	for range 5 {
+		r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	}
+	check.Eventually(t, "the repeats to wait behind the create", func() error {
+		st := b.Stats()
+		return check.Errorf(st.Pending >= 5, "pending %d, want 5; stats %+v", st.Pending, st)
+	})
+	close(s.release)
+	flush(t, b)
+	st := b.Stats()
+	stored := s.all()
+	if len(stored) != 1 || stored[0].Series == nil || stored[0].Series.Count != 6 {
+		t.Fatalf("stored %+v, want one event with a series of 6", stored)
+	}
+	if st.Dropped.Total() != 0 || st.Abandoned != 0 {
+		t.Errorf("dropped %d, abandoned %d, want 0; stats %+v", st.Dropped.Total(), st.Abandoned, st)
+	}
+	check.Settled(t, st) // so every recorded event was written
 }

@@ -83,16 +83,6 @@ func listEvents(t testing.TB, cs *fake.Clientset) []eventsv1.Event {
 	return l.Items
 }
 
-func checkIdentity(t testing.TB, st events.Stats) {
-	t.Helper()
-	if u := st.Unaccounted(); u != 0 {
-		t.Errorf("Unaccounted = %d; stats %+v", u, st)
-	}
-	if got := st.Created + st.Patched + st.Coalesced + st.Dropped.Total() + st.Abandoned; got != st.Recorded {
-		t.Errorf("Recorded %d != Created+Patched+Coalesced+drops+Abandoned %d; stats %+v", st.Recorded, got, st)
-	}
-}
-
 // memSink is an events.k8s.io/v1 sink in memory, with hooks.
 type memSink struct {
 	mu      sync.Mutex

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -40,7 +42,7 @@ func recordWith(t *testing.T, controller string, emit func(r events.EventRecorde
 	emit(b.NewRecorder(scheme.Scheme, controller))
 	flush(t, b)
 	st := b.Stats()
-	checkIdentity(t, st)
+	check.Settled(t, st)
 	return s.all(), st, logs()
 }
 
@@ -238,5 +240,44 @@ func TestRecorderWithLoggerSharesBroadcaster(t *testing.T) {
 	}
 	if !strings.Contains(logs(), "Unsupported event type") {
 		t.Errorf("WithLogger's logger not used: %q", logs())
+	}
+}
+
+// record.WithMessageLimit(math.MaxInt) keeps core/v1 messages whole; an
+// events.k8s.io/v1 note must still fit the server's 1024 bytes.
+func TestNoteLimitWithUnlimitedMessages(t *testing.T) {
+	for _, limit := range []int{math.MaxInt, 4096, 10} {
+		s := newMemSink()
+		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithMessageLimit(limit)))
+		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.NewRecorder(scheme.Scheme, "ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "%s", strings.Repeat("x", 3000))
+		b.Shutdown()
+		evs := s.all()
+		want := min(limit, events.MaxNoteLength)
+		if len(evs) != 1 || len(evs[0].Note) != want {
+			t.Errorf("WithMessageLimit(%d): %d events, note %d bytes, want %d", limit, len(evs), len(evs[0].Note), want)
+		}
+	}
+}
+
+// References passed as regarding or related are copied: the caller may
+// change them after Eventf.
+func TestReferencesCopied(t *testing.T) {
+	s := newMemSink()
+	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})))
+	defer b.Shutdown()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "p"}
+	rel := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "q"}
+	b.NewRecorder(scheme.Scheme, "ctl").Eventf(reg, rel, v1.EventTypeNormal, "R", "A", "n")
+	reg.Name, rel.Name = "changed", "changed"
+	flush(t, b)
+	evs := s.all()
+	if len(evs) != 1 || evs[0].Regarding.Name != "p" || evs[0].Related == nil || evs[0].Related.Name != "q" {
+		t.Errorf("stored %+v", evs)
 	}
 }

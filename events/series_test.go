@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -112,7 +113,7 @@ func TestSeriesFinishTime(t *testing.T) {
 	if st.Created != 2 || st.Patched != 1 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 func TestSeriesLRUEviction(t *testing.T) {
@@ -146,7 +147,7 @@ func TestSeriesLRUEviction(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d events about first", n)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 func TestSeriesPatchNotFoundRecreates(t *testing.T) {
@@ -170,7 +171,7 @@ func TestSeriesPatchNotFoundRecreates(t *testing.T) {
 	if st.Dropped.Total() != 0 || st.Created+st.Patched+st.Coalesced != 4 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 func TestSeriesCoalesced(t *testing.T) {
@@ -196,7 +197,11 @@ func TestSeriesCoalesced(t *testing.T) {
 		r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
 	}
 	// Let every repeat reach the engine while the patch is held.
-	waitFor(t, func() bool { st := b.Stats(); return st.Queued == 0 && st.Pending+st.InFlight+st.Coalesced >= more }, "repeats to reach the engine")
+	check.Eventually(t, "repeats to reach the engine", func() error {
+		st := b.Stats()
+		return check.Errorf(st.Queued == 0 && st.Pending+st.InFlight+st.Coalesced >= more,
+			"queued %d, pending + in flight + coalesced %d, want 0 and at least %d; stats %+v", st.Queued, st.Pending+st.InFlight+st.Coalesced, more, st)
+	})
 	close(gate)
 	flushStepping(t, b, clk)
 	evs := s.all()
@@ -207,7 +212,7 @@ func TestSeriesCoalesced(t *testing.T) {
 	if st.Coalesced == 0 || st.Created+st.Patched+st.Coalesced != more+2 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 // A repeat after FinishTime starts a new event even while the old series'
@@ -231,10 +236,16 @@ func TestSeriesNewEventWhileOldCountPending(t *testing.T) {
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
 	<-entered // count 2 in flight
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "n")
-	waitFor(t, func() bool { st := b.Stats(); return st.Queued == 0 && st.Pending == 1 }, "count 3 to wait")
+	check.Eventually(t, "count 3 to wait", func() error {
+		st := b.Stats()
+		return check.Errorf(st.Queued == 0 && st.Pending == 1, "queued %d, pending %d, want 0 and 1; stats %+v", st.Queued, st.Pending, st)
+	})
 	clk.Step(events.FinishTime + time.Second)
 	r.Eventf(p, nil, v1.EventTypeWarning, "R", "A", "new")
-	waitFor(t, func() bool { st := b.Stats(); return st.Queued == 0 && st.Pending == 2 }, "the new event to wait")
+	check.Eventually(t, "the new event to wait", func() error {
+		st := b.Stats()
+		return check.Errorf(st.Queued == 0 && st.Pending == 2, "queued %d, pending %d, want 0 and 2; stats %+v", st.Queued, st.Pending, st)
+	})
 	close(gate)
 	flushStepping(t, b, clk)
 	evs := s.all()
@@ -248,7 +259,7 @@ func TestSeriesNewEventWhileOldCountPending(t *testing.T) {
 	if counts["n"] != 3 || counts["new"] != 1 {
 		t.Errorf("counts %v", counts)
 	}
-	checkIdentity(t, b.Stats())
+	check.Settled(t, b.Stats())
 }
 
 // waitStepping waits for ch, stepping the fake clock meanwhile (a write

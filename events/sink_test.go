@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -117,7 +118,7 @@ func TestEventSinkImplOverHTTP(t *testing.T) {
 	if st.Created != 1 || st.Patched != 1 || st.Retried != 1 {
 		t.Errorf("stats %+v", st)
 	}
-	checkIdentity(t, st)
+	check.Settled(t, st)
 }
 
 func TestEventSinkImplEmptyNamespace(t *testing.T) {
