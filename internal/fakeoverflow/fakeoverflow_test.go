@@ -1,34 +1,29 @@
-package fakeoverflow
+package fakeoverflow_test
 
 import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
-)
 
-// entries returns how many counts the table holds.
-func entries() int {
-	n := 0
-	counts.Range(func(any, any) bool { n++; return true })
-	return n
-}
+	"github.com/heraldk8s/herald/internal/fakeoverflow"
+	"github.com/heraldk8s/herald/internal/testing/check"
+)
 
 func TestCounterSharedByChannel(t *testing.T) {
 	a, b := make(chan string), make(chan string, 1)
-	if Counter(nil, a, false) != nil {
+	if fakeoverflow.Counter(nil, a, false) != nil {
 		t.Fatal("a count before the first overflow")
 	}
-	ca := Counter(nil, a, true)
+	ca := fakeoverflow.Counter(nil, a, true)
 	ca.Add(2)
-	if got := Counter(nil, a, false); got != ca || got.Load() != 2 {
+	if got := fakeoverflow.Counter(nil, a, false); got != ca || got.Load() != 2 {
 		t.Fatalf("the channel's count is not shared: %p %p", got, ca)
 	}
-	if cb := Counter(nil, b, true); cb == ca || cb.Load() != 0 {
+	if cb := fakeoverflow.Counter(nil, b, true); cb == ca || cb.Load() != 0 {
 		t.Fatal("two channels share a count")
 	}
 	own := new(atomic.Int64)
-	if Counter(own, a, true) != own {
+	if fakeoverflow.Counter(own, a, true) != own {
 		t.Fatal("a recorder's own counter is not used")
 	}
 	runtime.KeepAlive(a)
@@ -39,7 +34,7 @@ func TestCounterSharedByChannel(t *testing.T) {
 func overflowMany(n int) {
 	for range n {
 		ch := make(chan string)
-		Counter(nil, ch, true).Add(1)
+		fakeoverflow.Counter(nil, ch, true).Add(1)
 	}
 }
 
@@ -47,33 +42,30 @@ func overflowMany(n int) {
 // entry (or the channel) for every recorder ever built.
 func TestCountReleasedWithItsChannel(t *testing.T) {
 	kept := make(chan string)
-	c := Counter(nil, kept, true)
+	c := fakeoverflow.Counter(nil, kept, true)
 	c.Add(7)
-	before := entries()
+	before := fakeoverflow.Entries()
 	overflowMany(1000)
-	if n := entries(); n < before+1000 {
+	if n := fakeoverflow.Entries(); n < before+1000 {
 		t.Fatalf("%d entries after making 1000, want at least %d", n, before+1000)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for entries() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d entries left of the 1000 dropped channels", entries()-before)
-		}
+	check.Eventually(t, "the counts of the dropped channels to be released", func() error {
 		runtime.GC() // collects the channels; their cleanups run on their own goroutine
-		runtime.Gosched()
-	}
+		n := fakeoverflow.Entries() - before
+		return check.Errorf(n <= 0, "%d entries left of the 1000 dropped channels", n)
+	})
 	// The live channel keeps its count.
-	if got := Counter(nil, kept, false); got != c || got.Load() != 7 {
+	if got := fakeoverflow.Counter(nil, kept, false); got != c || got.Load() != 7 {
 		t.Fatal("the count of a live channel was released")
 	}
 	runtime.KeepAlive(kept)
 }
 
 func TestNilChannel(t *testing.T) {
-	if Counter(nil, nil, false) != nil {
+	if fakeoverflow.Counter(nil, nil, false) != nil {
 		t.Fatal("a count for a nil channel before an overflow")
 	}
-	if c := Counter(nil, nil, true); c == nil || c != Counter(nil, nil, true) {
+	if c := fakeoverflow.Counter(nil, nil, true); c == nil || c != fakeoverflow.Counter(nil, nil, true) {
 		t.Fatal("no shared count for recorders without a channel")
 	}
 }
