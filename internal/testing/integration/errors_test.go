@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/heraldk8s/herald/internal/testing/check"
 )
 
 // droppedLog is the message the delivery engine logs a permanent drop with.
@@ -84,7 +86,7 @@ func TestNamespaceTerminating(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting namespace %s: %v", ns, err)
 	}
-	eventually(t, "namespace "+ns+" Terminating", func(ctx context.Context) error {
+	check.Eventually(t, "namespace "+ns+" Terminating", func() error {
 		got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return err

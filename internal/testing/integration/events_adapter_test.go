@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
@@ -192,7 +193,7 @@ func TestEventsV1AdapterContextEnd(t *testing.T) {
 		Stats() events.Stats
 		LegacyStats() events.Stats
 	})
-	eventually(t, "every event written after the adapter's context ended", func(context.Context) error {
+	check.Eventually(t, "every event written after the adapter's context ended", func() error {
 		s, l := st.Stats(), st.LegacyStats()
 		if written(s) != n || written(l) != n {
 			return fmt.Errorf("stats %+v, legacy stats %+v", s, l)

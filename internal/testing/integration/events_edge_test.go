@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -141,7 +142,7 @@ func TestEventsV1StopRecordingByContext(t *testing.T) {
 		rec.Eventf(podRef(ns, name), nil, v1.EventTypeNormal, "Started", defaultAction, "Started")
 	}
 	cancel()
-	eventually(t, "all events written after the context ended", func(context.Context) error {
+	check.Eventually(t, "all events written after the context ended", func() error {
 		if s := eb.Stats(); written(s) != n || s.Offered != n {
 			return fmt.Errorf("stats %+v", s)
 		}

@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/heraldk8s/herald/internal/testing/check"
 )
 
 // grantEvents gives the restricted user verbs on the events of apiGroup in
@@ -35,7 +37,7 @@ func grantEvents(t *testing.T, cs kubernetes.Interface, namespace, apiGroup stri
 		t.Fatalf("creating RoleBinding %s: %v", name, err)
 	}
 	for _, verb := range verbs {
-		eventually(t, fmt.Sprintf("%s may %s events.%s in %s", env.RestrictedUser, verb, apiGroup, namespace), func(ctx context.Context) error {
+		check.Eventually(t, fmt.Sprintf("%s may %s events.%s in %s", env.RestrictedUser, verb, apiGroup, namespace), func() error {
 			if !restrictedMay(ctx, cs, namespace, apiGroup, verb) {
 				return fmt.Errorf("not allowed yet")
 			}

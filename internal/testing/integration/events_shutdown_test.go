@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -31,7 +32,7 @@ func TestEventsV1Shutdown(t *testing.T) {
 			t.Fatalf("ShutdownWithContext: %v; stats %+v", err, h.eb.Stats())
 		}
 		s := h.eb.Stats()
-		checkSettled(t, s)
+		check.Settled(t, s)
 		return s
 	}
 
@@ -159,7 +160,7 @@ func TestEventsV1Restart(t *testing.T) {
 		want[fmt.Sprintf("fresh-%03d", i)] = repeats
 	}
 	// Let the engine see the outage before the server comes back.
-	eventually(t, "the engine sees the API server down", func(context.Context) error {
+	check.Eventually(t, "the engine sees the API server down", func() error {
 		if s := h.eb.Stats(); s.Server != sink.ServerProbing {
 			return fmt.Errorf("stats %+v", s)
 		}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/examples/controller/controller"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 )
 
@@ -158,7 +159,7 @@ func TestExampleController(t *testing.T) {
 		t.Fatalf("Run: %v", r.err)
 	}
 	s := r.stats
-	checkSettled(t, s)
+	check.Settled(t, s)
 	if s.Dropped.Total() != 0 || s.Abandoned != 0 || s.Filtered != 0 || s.Aggregated != 0 {
 		t.Errorf("stats %+v: want nothing dropped, abandoned, filtered or aggregated", s)
 	}

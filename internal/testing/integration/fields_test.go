@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/heraldk8s/herald/internal/testing/check"
 )
 
 // TestEventFields records one event about each kind of object (a Pod and a
@@ -99,7 +101,9 @@ func TestEventFields(t *testing.T) {
 func kubectlShows(t *testing.T, want []string, args ...string) {
 	t.Helper()
 	var out []byte
-	eventually(t, "kubectl "+strings.Join(args, " "), func(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
+	check.Eventually(t, "kubectl "+strings.Join(args, " "), func() error {
 		var err error
 		out, err = env.Kubectl(ctx, args...)
 		if err != nil {

@@ -39,6 +39,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
@@ -406,18 +407,13 @@ func kfWaitRefused(t *testing.T, cs kubernetes.Interface, refusedNS, acceptedNS 
 		}
 		return cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("events").Body(ev).MaxRetries(0).Do(ctx).Error()
 	}
-	var last error
-	deadline := time.Now().Add(pollTimeout)
-	for {
-		last = post(refusedNS)
-		if se, ok := last.(*apierrors.StatusError); ok && want(se) {
-			break
+	check.Eventually(t, "the fault to take effect in "+refusedNS, func() error {
+		err := post(refusedNS)
+		if se, ok := err.(*apierrors.StatusError); ok && want(se) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fault never took effect in %s: last write answered %v", refusedNS, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("a write answered %v", err)
+	})
 	if err := post(acceptedNS); err != nil {
 		t.Fatalf("a write into %s was refused too: %v", acceptedNS, err)
 	}

@@ -21,13 +21,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
@@ -138,7 +138,7 @@ func flushChecked(t *testing.T, b interface {
 		t.Fatalf("Flush: %v; stats %+v", err, b.Stats())
 	}
 	s := b.Stats()
-	checkSettled(t, s)
+	check.Settled(t, s)
 	return s
 }
 
@@ -151,19 +151,6 @@ func (h *harness) errorLogs(msg string) []ktesting.LogEntry {
 		}
 	}
 	return out
-}
-
-// checkSettled asserts the Stats accounting identity and that nothing is
-// left queued, pending or in flight (true after a successful Flush).
-func checkSettled(t *testing.T, s record.Stats) {
-	t.Helper()
-	sum := s.Dropped.Total() + s.Filtered + s.Coalesced + s.Created + s.Patched + s.Abandoned + s.Queued + s.Pending + s.InFlight
-	if sum != s.Recorded {
-		t.Errorf("Stats identity broken: recorded %d, accounted %d: %+v", s.Recorded, sum, s)
-	}
-	if s.Queued != 0 || s.Pending != 0 || s.InFlight != 0 {
-		t.Errorf("after Flush: queued %d, pending %d, in flight %d, want 0: %+v", s.Queued, s.Pending, s.InFlight, s)
-	}
 }
 
 // written is how many recorded events reached the API server, as Stats says.
@@ -209,41 +196,35 @@ func waitEvents(t *testing.T, cs kubernetes.Interface, namespace string, opts me
 		func(ctx context.Context) ([]v1.Event, error) { return listEvents(ctx, cs, namespace, opts) }, check, describeEvents)
 }
 
-// waitList polls list (bounded by pollTimeout) until its items pass check,
-// and returns them. It fails t with check's last complaint and the items,
-// as describe prints them, otherwise.
-func waitList[T any](t *testing.T, what string, list func(context.Context) ([]T, error), check func([]T) error, describe func([]T) string) []T {
+// waitList polls list (bounded by pollTimeout) until its items pass want,
+// and returns them. It fails t with want's last complaint (or list's error)
+// and the items, as describe prints them, otherwise.
+func waitList[T any](t *testing.T, what string, list func(context.Context) ([]T, error), want func([]T) error, describe func([]T) string) []T {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
 	var items []T
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	check.Eventually(t, what+" as expected", func() error {
 		var err error
-		items, err = list(ctx)
-		if err != nil {
-			last = err
-			return false, nil
+		if items, err = list(ctx); err != nil {
+			return err
 		}
-		last = check(items)
-		return last == nil, nil
+		if err := want(items); err != nil {
+			return listError{err, func() string { return describe(items) }}
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s never as expected: %v\n%s", what, last, describe(items))
-	}
 	return items
 }
 
-// eventually polls cond (bounded by pollTimeout) until it returns nil.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+// listError is a complaint about a list's items; its text shows the items
+// too, formatted only when the text is asked for.
+type listError struct {
+	err      error
+	describe func() string
 }
+
+func (e listError) Error() string { return e.err.Error() + "\n" + e.describe() }
 
 // byObject returns the events about the object named name.
 func byObject(evs []v1.Event, name string) []v1.Event {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
@@ -147,7 +148,7 @@ func TestOverloadedServerWithPriorityAndFairness(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Flush: %v; stats %+v", err, s)
 		}
-		checkSettled(t, s)
+		check.Settled(t, s)
 		if s.Created != each || s.Dropped.Total() != 0 || s.Abandoned != 0 {
 			t.Fatalf("stats %+v", s)
 		}

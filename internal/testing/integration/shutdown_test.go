@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -46,7 +47,7 @@ func TestShutdownDeliversEverything(t *testing.T) {
 	t.Logf("recorded %d events in %v, all delivered by shutdown after %v", n, recorded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
 	s := h.eb.Stats()
-	checkSettled(t, s)
+	check.Settled(t, s)
 	if s.Recorded != n || s.Created != n || s.Abandoned != 0 || s.Dropped.Total() != 0 {
 		t.Errorf("stats %+v: want %d recorded and created, none abandoned or dropped", s, n)
 	}
@@ -98,7 +99,7 @@ func TestShutdownDuringOutage(t *testing.T) {
 		t.Errorf("ShutdownWithContext took %v with a %v context", took, grace)
 	}
 	s := h.eb.Stats()
-	checkSettled(t, s)
+	check.Settled(t, s)
 	if s.Abandoned != n || written(s) != 0 || s.Dropped.Total() != 0 {
 		t.Errorf("stats %+v: want %d abandoned, nothing written or dropped", s, n)
 	}
