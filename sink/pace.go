@@ -25,6 +25,16 @@ import (
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
+//   - Return from an outage. When the server answers again after an
+//     outage (failures other than 429), the engine goes on at its rate and
+//     with its burst, so that a lone engine drains its backlog at once.
+//     But for returnFor the window of writes under way (see sched) grows
+//     by one per windowStep instead of one per success, and the first 429
+//     cuts the rate to restartRate·weight and empties the bucket instead
+//     of the usual cut: a fleet whose engines come back together then
+//     meets about one 429 per engine, not one per write each had under
+//     way and per token left, and resumes from a rate that sums to about
+//     what the fleet offered before, growing from there.
 //   - Restart after idle (as TCP after an idle period, RFC 2861). An engine
 //     that had nothing to write keeps the rate it earned, but within
 //     disturbMemory of a 429 or an outage it halves that rate per idle
@@ -62,6 +72,10 @@ const (
 	// disturbMemory is how long after a 429 or a server-wide failure an
 	// idle engine restarts gently.
 	disturbMemory = time.Minute
+	// returnFor is how long after the return from an outage the window
+	// grows by one per windowStep and a first 429 cuts to restartRate.
+	returnFor  = 2 * time.Second
+	windowStep = 100 * time.Millisecond
 )
 
 // pacer is the engine's write budget. The zero value is not usable: call
@@ -85,7 +99,9 @@ type pacer struct {
 	okAt   time.Time // okRate measured at
 	lastOK time.Time // the last success
 	paused bool      // the server is seen down: the measure stands still
-	outage bool      // paused for a failure other than a 429
+	outage bool      // paused for a server-wide failure other than a 429
+	back   time.Time // the server answered again after an outage (zero: never)
+	grewAt time.Time // the window last grew, within returnFor of back
 }
 
 func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
@@ -204,20 +220,39 @@ func (p *pacer) resume(now time.Time) {
 	if p.paused {
 		p.paused = false
 		p.okAt = now
-		if p.outage && p.adaptive {
+		if p.outage {
 			p.outage = false
-			p.advance(now)
-			p.setRate(restartRate * p.weight)
-			p.slow = p.rate < p.thresh
-			p.tokens = math.Min(p.tokens, 1)
+			p.back, p.grewAt = now, now
 		}
 	}
+}
+
+// returning reports whether now is within returnFor of the return from an
+// outage.
+func (p *pacer) returning(now time.Time) bool {
+	return !p.back.IsZero() && now.Sub(p.back) < returnFor
+}
+
+// mayGrowWindow reports whether the window of writes under way may grow by
+// one at a success now: always, except within returnFor of the return from
+// an outage, where it grows by one per windowStep.
+func (p *pacer) mayGrowWindow(now time.Time) bool {
+	if !p.returning(now) {
+		return true
+	}
+	if now.Sub(p.grewAt) < windowStep {
+		return false
+	}
+	p.grewAt = now
+	return true
 }
 
 // shed records a 429 answered while the server accepts other writes
 // (retryAfter: its Retry-After, zero if none), for a request sent at
 // sentAt. The rate is cut once per round: not for a request sent before
-// the last cut, nor within the Retry-After (at least a second) of it.
+// the last cut, nor within the Retry-After (at least a second) of it. The
+// first cut within returnFor of the return from an outage goes down to
+// restartRate·weight and empties the bucket.
 func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 	p.disturbed = now
 	if !p.adaptive || sentAt.Before(p.cutAt) ||
@@ -229,6 +264,10 @@ func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 	if r := math.Max(minRate, aimdCut*math.Min(p.rate, p.okRate)); r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
+	}
+	if p.returning(now) && p.cutAt.Before(p.back) {
+		p.setRate(math.Min(p.rate, restartRate*p.weight))
+		p.tokens = math.Min(p.tokens, 0)
 	}
 	p.thresh, p.slow = p.rate, false
 	p.cutAt = now

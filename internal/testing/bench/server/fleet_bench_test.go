@@ -56,7 +56,7 @@ var fleetCases = []struct {
 }{
 	{scenario: "defaults", impl: "herald", note: "herald's defaults (write limit 50/s, burst 100, 4 workers)"},
 	{scenario: "defaults", impl: "client-go", note: "client-go's defaults"},
-	{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithWriteLimit(-1, 0)}, note: "herald with record.WithWriteLimit(-1, 0)"},
+	{scenario: "write-limit-off", impl: "herald", herald: []record.BroadcasterOption{record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})}, note: "herald with record.WithSinkOptions(sink.Options{QPS: sink.Unlimited})"},
 }
 
 func BenchmarkFleet(b *testing.B) {
