@@ -115,7 +115,7 @@ herald_write_rate 12.5
 # HELP herald_write_rate_cuts_total Times a 429 from the API server cut a sink's write rate.
 # TYPE herald_write_rate_cuts_total counter
 herald_write_rate_cuts_total 2
-# HELP herald_events_held_back Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After) or the write rate is spent.
+# HELP herald_events_held_back Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After), or the write rate (or the in-flight window) is spent.
 # TYPE herald_events_held_back gauge
 herald_events_held_back 7
 # HELP herald_events_oldest_pending_seconds Age of the oldest event not yet written (0 when none is).
