@@ -75,7 +75,7 @@ const (
 	// returnFor is how long after the return from an outage the window
 	// grows by one per windowStep and a first 429 cuts to restartRate.
 	returnFor  = 2 * time.Second
-	windowStep = 100 * time.Millisecond
+	windowStep = 25 * time.Millisecond
 )
 
 // pacer is the engine's write budget. The zero value is not usable: call
