@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The delivery scenarios. Each runs once per benchmark iteration (make bench
 // uses -benchtime 1x) on the real clock, against a sinktest.Sink whose every
-// call takes 1 ms, first with herald and then with client-go v0.37.2's
+// call takes 1 ms, first with herald and then with client-go's
 // tools/record, and reports with b.ReportMetric:
 //
 //   - recorded: Eventf calls made.

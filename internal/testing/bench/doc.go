@@ -1,4 +1,4 @@
-// Package bench compares herald with client-go v0.37.2's tools/record.
+// Package bench compares herald with client-go's tools/record.
 //
 // Its benchmarks (delivery_bench_test.go) run each delivery scenario once per
 // implementation, as sub-benchmarks named .../impl=herald and

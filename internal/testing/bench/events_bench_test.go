@@ -20,8 +20,8 @@ import (
 	"github.com/heraldk8s/herald/sink"
 )
 
-// The Events* benchmarks compare herald's events package with client-go
-// v0.37.2's tools/events (events.k8s.io/v1), each as sub-benchmarks
+// The Events* benchmarks compare herald's events package with client-go's
+// tools/events (events.k8s.io/v1), each as sub-benchmarks
 // .../impl=herald and .../impl=client-go in the same process, recording to
 // the same bench.EventsSink (1 ms per call) with the same inputs:
 //

@@ -95,7 +95,7 @@ var Targets = []*Target{
 
 // Legend explains the table; Markdown prints it under the table.
 var Legend = []string{
-	"Ratio = herald / client-go v0.37.2 (tools/record), both run in the same `go test` process on the same scenario; " +
+	"Ratio = herald / client-go (tools/record, at the version go.mod selects), both run in the same `go test` process on the same scenario; " +
 		"below 1 means herald is lower (faster, fewer writes, fewer lost).",
 	"Eventf, EventfParallel: `recorder.Eventf(pod, \"Warning\", \"InvalidSpec\", \"key %q: %d\", \"mode\", 3)` with default options, " +
 		"a sink watcher on a sink that returns at once, klog output formatted and discarded. ns/op is the caller's time, " +
@@ -111,7 +111,7 @@ var Legend = []string{
 	"events/s = delivered / (last write − start of the burst); ms-to-final = start of the burst → last write; " +
 		"ms-to-drain = end of the outage → last write; shutdown-ms = time Shutdown took; " +
 		"goroutines-leaked = goroutines left 2 s after Shutdown compared to before the broadcaster was made.",
-	"Events*: herald's events package beside client-go v0.37.2's tools/events (events.k8s.io/v1), both writing to the same " +
+	"Events*: herald's events package beside client-go's tools/events (the same version) (events.k8s.io/v1), both writing to the same " +
 		"in-memory events.k8s.io/v1 sink (bench.EventsSink, 1 ms per call) on the real clock; after each client-go run its recording " +
 		"context is cancelled and its goroutines are waited for, so they do not run during the next measurement. " +
 		"EventsEventf: `Eventf(pod, nil, \"Warning\", \"InvalidSpec\", \"Sync\", \"key %q: %d\", \"mode\", 3)` with default options, " +
