@@ -60,11 +60,12 @@ func NewEventBroadcasterAdapterWithContext(ctx context.Context, client kubernete
 	}
 	// ctx ending shuts both broadcasters down (record.WithContext), and with
 	// them the goroutine of a deprecated StartRecordingToSink.
-	eb := newBroadcaster(ds, all)
+	o := newOptions(all)
+	eb := newBroadcaster(ds, o)
 	ds.logger = eb.logger // the broadcasters' (record.WithLogger if given)
 	return &adapter{
 		events:     eb,
-		legacy:     record.NewBroadcaster(newOptions(all).record...),
+		legacy:     record.NewBroadcaster(o.record...),
 		legacySink: coreEvents,
 	}
 }

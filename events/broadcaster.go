@@ -49,13 +49,12 @@ func NewBroadcaster(s EventSink, opts ...Option) EventBroadcaster {
 	if s != nil && !isNilSink(s) {
 		cs = coreSink{eventsSink(s)}
 	}
-	return newBroadcaster(cs, opts)
+	return newBroadcaster(cs, newOptions(opts))
 }
 
 // newBroadcaster returns a broadcaster writing to a core/v1 sink s (the
 // adapter writes events.k8s.io/v1-shaped events through core/v1).
-func newBroadcaster(s record.EventSink, opts []Option) *broadcaster {
-	o := newOptions(opts)
+func newBroadcaster(s record.EventSink, o options) *broadcaster {
 	all := make([]record.BroadcasterOption, 0, len(o.record)+2)
 	all = append(all,
 		hook.WithCorrelator(func(clk clock.PassiveClock) hook.Correlator {
@@ -66,9 +65,7 @@ func newBroadcaster(s record.EventSink, opts []Option) *broadcaster {
 	rb := record.NewBroadcaster(all...)
 	core, _ := hook.CoreOf(rb)
 	b := &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
-	for _, bad := range o.invalid {
-		b.logger.Error(nil, "Invalid broadcaster option, using its default instead", "option", bad.option, "value", bad.value, "default", bad.def)
-	}
+	o.invalid.Log(b.logger, "Invalid broadcaster option, using its default instead")
 	return b
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	cgevents "k8s.io/client-go/tools/events"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
@@ -460,4 +461,35 @@ func TestDeprecatedStartEndsWithContext(t *testing.T) {
 		return nil
 	})
 	goleak.VerifyNone(t)
+}
+
+// TestSeriesIntervalOutOfRange: a negative series interval means the
+// default and is logged once, naming the option; NoSeriesInterval is not
+// out of range.
+func TestSeriesIntervalOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		logs int
+	}{{-time.Second, 1}, {events.NoSeriesInterval, 0}, {0, 0}} {
+		var mu sync.Mutex
+		var lines []string
+		logger := funcr.New(func(_, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, args)
+		}, funcr.Options{})
+		b := events.NewBroadcaster(newMemSink(), events.WithSeriesInterval(tc.d), events.WithBroadcasterOptions(record.WithLogger(logger)))
+		b.Shutdown()
+		mu.Lock()
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "Invalid broadcaster option") && strings.Contains(l, `"option"="WithSeriesInterval"`) {
+				n++
+			}
+		}
+		mu.Unlock()
+		if n != tc.logs {
+			t.Errorf("WithSeriesInterval(%v): %d log lines naming it, want %d:\n%s", tc.d, n, tc.logs, strings.Join(lines, "\n"))
+		}
+	}
 }

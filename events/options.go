@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/heraldk8s/herald/internal/optval"
 	"github.com/heraldk8s/herald/record"
 )
 
@@ -16,12 +17,7 @@ type Option func(*options)
 type options struct {
 	record         []record.BroadcasterOption
 	seriesInterval time.Duration
-	invalid        []invalidOption
-}
-
-type invalidOption struct {
-	option     string
-	value, def any
+	invalid        optval.List
 }
 
 // NoSeriesInterval is the series interval that is none: given to
@@ -58,14 +54,10 @@ func newOptions(opts []Option) options {
 			opt(&o)
 		}
 	}
-	switch {
-	case o.seriesInterval == NoSeriesInterval:
+	if o.seriesInterval == NoSeriesInterval {
 		o.seriesInterval = 0
-	case o.seriesInterval == 0:
-		o.seriesInterval = defaultSeriesInterval
-	case o.seriesInterval < 0:
-		o.invalid = append(o.invalid, invalidOption{"WithSeriesInterval", o.seriesInterval, defaultSeriesInterval})
-		o.seriesInterval = defaultSeriesInterval
+	} else {
+		optval.Set(&o.invalid, "WithSeriesInterval", &o.seriesInterval, defaultSeriesInterval, math.MaxInt64)
 	}
 	return o
 }

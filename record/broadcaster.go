@@ -69,9 +69,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 		shutdownDone: make(chan struct{}),
 		drops:        ratelog.New(numSlots),
 	}
-	for _, p := range cfg.invalid {
-		logger.Error(nil, "Invalid broadcaster option, using its default instead", "option", p.option, "value", p.value, "default", p.def)
-	}
+	cfg.invalid.Log(logger, "Invalid broadcaster option, using its default instead")
 	eb.ctx, eb.cancel = context.WithCancel(klog.NewContext(context.Background(), logger))
 	if done := cfg.ctx.Done(); done != nil {
 		go func() {
@@ -90,11 +88,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 // writes have no rate limit, so a test's burst of events is written at the
 // speed of its fake sink rather than herald's default 50 writes/s.
 func NewBroadcasterForTests(sleepDuration time.Duration) EventBroadcaster {
-	maxDelay := sleepDuration
-	if maxDelay <= 0 {
-		maxDelay = sink.NoWait
-	}
-	return NewBroadcaster(WithSinkOptions(sink.Options{QPS: sink.Unlimited, MaxDelay: maxDelay}))
+	return NewBroadcaster(WithSleepDuration(sleepDuration), WithSinkOptions(sink.Options{QPS: sink.Unlimited}))
 }
 
 // NewBroadcasterWithCorrelatorOptions is client-go's shorthand for

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/hook"
+	"github.com/heraldk8s/herald/internal/optval"
 	"github.com/heraldk8s/herald/sink"
 )
 
@@ -69,14 +70,7 @@ type config struct {
 
 	// invalid lists the options that had an invalid value and were reset
 	// to their default; NewBroadcaster logs each once.
-	invalid []invalidOption
-}
-
-// invalidOption is an option whose value was invalid.
-type invalidOption struct {
-	option string
-	value  any
-	def    any
+	invalid optval.List
 }
 
 // WithCorrelatorOptions sets the options of the correlator of each sink
@@ -167,30 +161,11 @@ func newConfig(opts []BroadcasterOption) config {
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
-	c.queueLength = c.check("WithQueueLength", c.queueLength, defaultQueueLength, maxQueueLength)
-	c.messageLimit = c.check("WithMessageLimit", c.messageLimit, defaultMessageLimit, math.MaxInt)
-	switch {
-	case c.gracePeriod == 0:
-		c.gracePeriod = defaultShutdownGracePeriod
-	case c.gracePeriod < 0:
-		c.invalid = append(c.invalid, invalidOption{"WithShutdownGracePeriod", c.gracePeriod, defaultShutdownGracePeriod})
-		c.gracePeriod = defaultShutdownGracePeriod
-	}
+	optval.Set(&c.invalid, "WithQueueLength", &c.queueLength, defaultQueueLength, maxQueueLength)
+	optval.Set(&c.invalid, "WithMessageLimit", &c.messageLimit, defaultMessageLimit, math.MaxInt)
+	optval.Set(&c.invalid, "WithShutdownGracePeriod", &c.gracePeriod, defaultShutdownGracePeriod, math.MaxInt64)
 	if c.correlator.Clock == nil {
 		c.correlator.Clock = c.clock
 	}
 	return c
-}
-
-// check returns v if it is in [1, limit], def if it is 0, and def after
-// noting an invalid option otherwise.
-func (c *config) check(option string, v, def, limit int) int {
-	switch {
-	case v == 0:
-		return def
-	case v < 0 || v > limit:
-		c.invalid = append(c.invalid, invalidOption{option, v, def})
-		return def
-	}
-	return v
 }

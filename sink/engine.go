@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/heraldk8s/herald/internal/nilcheck"
+	"github.com/heraldk8s/herald/internal/optval"
 	"github.com/heraldk8s/herald/internal/ratelog"
 )
 
@@ -57,7 +58,7 @@ type Engine struct {
 	logger  klog.Logger
 	c       counters
 	drops   *ratelog.Limiter // one loud log line per reason and interval
-	invalid []invalidOption  // fields of the Options given, reset to their default; logged by Start
+	invalid optval.List      // fields of the Options given, reset to their default; logged by Start
 }
 
 // NewEngine returns an engine writing to s. It starts nothing: call Start.
@@ -100,9 +101,7 @@ func (e *Engine) Start(ctx context.Context) {
 	e.started = true
 	e.logger = klog.FromContext(ctx)
 	e.ctx = klog.NewContext(e.ctx, e.logger)
-	for _, b := range e.invalid {
-		e.logger.Error(nil, "Invalid sink option, using its default", "option", b.field, "value", b.value, "default", b.def)
-	}
+	e.invalid.Log(e.logger, "Invalid sink option, using its default")
 	e.idle = e.opts.Workers
 	e.wg.Add(e.opts.Workers)
 	for range e.opts.Workers {

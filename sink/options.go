@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/heraldk8s/herald/internal/optval"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
@@ -123,54 +124,29 @@ type Options struct {
 	noDelay     bool // MaxDelay was NoWait: retry at once
 }
 
-// invalidOption is a field of Options whose value was out of range and
-// replaced by its default.
-type invalidOption struct {
-	field      string
-	value, def any
-}
-
 // withDefaults returns o with every zero or invalid field set to its
-// default, and the invalid fields.
-func (o Options) withDefaults() (Options, []invalidOption) {
-	var bad []invalidOption
-	intField := func(field string, v *int, def, limit int) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v < 0 || *v > limit:
-			bad = append(bad, invalidOption{field, *v, def})
-			*v = def
-		}
-	}
-	durField := func(field string, v *time.Duration, def time.Duration) {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v < 0:
-			bad = append(bad, invalidOption{field, *v, def})
-			*v = def
-		}
-	}
-	intField("Workers", &o.Workers, defaultWorkers, maxWorkers)
-	intField("Burst", &o.Burst, defaultBurst, math.MaxInt)
-	intField("MaxTries", &o.MaxTries, defaultMaxTries, math.MaxInt)
-	intField("MaxPending", &o.MaxPending, defaultMaxPending, math.MaxInt)
+// default (the rule of internal/optval), and the invalid fields.
+func (o Options) withDefaults() (Options, optval.List) {
+	var bad optval.List
+	optval.Set(&bad, "Workers", &o.Workers, defaultWorkers, maxWorkers)
+	optval.Set(&bad, "Burst", &o.Burst, defaultBurst, math.MaxInt)
+	optval.Set(&bad, "MaxTries", &o.MaxTries, defaultMaxTries, math.MaxInt)
+	optval.Set(&bad, "MaxPending", &o.MaxPending, defaultMaxPending, math.MaxInt)
 	switch {
 	case o.QPS == 0:
 		o.QPS = defaultQPS
 	case o.QPS == Unlimited:
 		o.QPS = math.Inf(1)
 	case o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0):
-		bad = append(bad, invalidOption{"QPS", o.QPS, float64(defaultQPS)})
+		bad = append(bad, optval.Invalid{Option: "QPS", Value: o.QPS, Default: float64(defaultQPS)})
 		o.QPS = defaultQPS
 	}
-	durField("RequestTimeout", &o.RequestTimeout, defaultRequestTimeout)
+	optval.Set(&bad, "RequestTimeout", &o.RequestTimeout, defaultRequestTimeout, math.MaxInt64)
 	if o.MaxDelay == NoWait {
 		o.MaxDelay, o.BaseDelay, o.noDelay = 0, 0, true
 	} else {
-		durField("MaxDelay", &o.MaxDelay, defaultMaxDelay)
-		durField("BaseDelay", &o.BaseDelay, defaultBaseDelay)
+		optval.Set(&bad, "MaxDelay", &o.MaxDelay, defaultMaxDelay, math.MaxInt64)
+		optval.Set(&bad, "BaseDelay", &o.BaseDelay, defaultBaseDelay, math.MaxInt64)
 		o.BaseDelay = min(o.BaseDelay, o.MaxDelay)
 	}
 	o.keyInterval = max(o.keyInterval, 0)
