@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -256,13 +254,7 @@ func TestAdapterContextEndShutsDown(t *testing.T) {
 // The adapter's discovery logs through the logger its options give
 // (record.WithLogger), as the broadcasters do.
 func TestAdapterDiscoveryLogsThroughItsLogger(t *testing.T) {
-	var mu sync.Mutex
-	var lines []string
-	logger := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
-	}, funcr.Options{})
+	logger, logLines := check.Logger()
 	cs := fake.NewClientset() // discovery lists no events.k8s.io/v1
 	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
 		events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}), record.WithLogger(logger)))
@@ -270,8 +262,7 @@ func TestAdapterDiscoveryLogsThroughItsLogger(t *testing.T) {
 	a.StartRecordingToSink(nil)
 	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	flushAdapter(t, a)
-	mu.Lock()
-	defer mu.Unlock()
+	lines := logLines()
 	for _, l := range lines {
 		if strings.Contains(l, "does not serve events.k8s.io/v1") {
 			return

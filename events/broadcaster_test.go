@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	cgevents "k8s.io/client-go/tools/events"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/heraldk8s/herald/events"
 	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
@@ -471,23 +470,16 @@ func TestSeriesIntervalOutOfRange(t *testing.T) {
 		d    time.Duration
 		logs int
 	}{{-time.Second, 1}, {events.NoSeriesInterval, 0}, {0, 0}} {
-		var mu sync.Mutex
-		var lines []string
-		logger := funcr.New(func(_, args string) {
-			mu.Lock()
-			defer mu.Unlock()
-			lines = append(lines, args)
-		}, funcr.Options{})
+		logger, logLines := check.Logger()
 		b := events.NewBroadcaster(newMemSink(), events.WithSeriesInterval(tc.d), events.WithBroadcasterOptions(record.WithLogger(logger)))
 		b.Shutdown()
-		mu.Lock()
+		lines := logLines()
 		n := 0
 		for _, l := range lines {
 			if strings.Contains(l, "Invalid broadcaster option") && strings.Contains(l, `"option"="WithSeriesInterval"`) {
 				n++
 			}
 		}
-		mu.Unlock()
 		if n != tc.logs {
 			t.Errorf("WithSeriesInterval(%v): %d log lines naming it, want %d:\n%s", tc.d, n, tc.logs, strings.Join(lines, "\n"))
 		}

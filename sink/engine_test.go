@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -482,13 +481,7 @@ func TestNewEngineOptions(t *testing.T) {
 	if _, err := sink.NewEngine(nil, sink.Options{}); err == nil {
 		t.Fatal("nil sink accepted")
 	}
-	var mu sync.Mutex
-	var lines []string
-	logger := funcr.New(func(_, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
-	}, funcr.Options{})
+	logger, logLines := check.Logger()
 	s := sinktest.New()
 	eng, err := sink.NewEngine(s, sink.Options{Workers: 5000, QPS: math.NaN(), Burst: -3, MaxTries: -1, MaxPending: -1,
 		BaseDelay: -time.Second, MaxDelay: -time.Second, RequestTimeout: -1})
@@ -502,8 +495,7 @@ func TestNewEngineOptions(t *testing.T) {
 	if err := eng.Flush(ctx); err != nil || len(s.Events()) != 1 {
 		t.Fatalf("flush: %v, %d events stored, want 1", err, len(s.Events()))
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	lines := logLines()
 	for _, field := range []string{"Workers", "QPS", "Burst", "MaxTries", "MaxPending", "BaseDelay", "MaxDelay", "RequestTimeout"} {
 		n := 0
 		for _, l := range lines {

@@ -8,11 +8,14 @@ package check
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
+	"k8s.io/klog/v2"
 )
 
 // timeout bounds Eventually. It only turns a hang into a failure: a
@@ -87,5 +90,23 @@ func Engine(t testing.TB, added int64, st sink.Stats) {
 	in := st.Created + st.Patched + st.Coalesced + st.Dropped.Total() + st.Abandoned + st.Pending + st.InFlight
 	if in != added {
 		t.Errorf("engine identity broken: added %d events, %d in buckets (Created + Patched + Coalesced + Dropped + Abandoned + Pending + InFlight); stats %+v", added, in, st)
+	}
+}
+
+// Logger returns a logger that keeps every line it is given, in funcr's
+// format ("level"=0 "msg"="..." "key"="value" ...), safe for concurrent
+// use, and a function that returns a copy of the lines so far.
+func Logger() (klog.Logger, func() []string) {
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	return logger, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
 	}
 }

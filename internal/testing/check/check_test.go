@@ -114,3 +114,13 @@ func TestEngine(t *testing.T) {
 		t.Errorf("8 added, 7 placed: %q", got)
 	}
 }
+
+func TestLogger(t *testing.T) {
+	logger, lines := Logger()
+	logger.Info("hello", "k", "v")
+	logger.Error(nil, "bad", "option", "Workers")
+	got := lines()
+	if len(got) != 2 || !strings.Contains(got[0], `"msg"="hello" "k"="v"`) || !strings.Contains(got[1], `"option"="Workers"`) {
+		t.Fatalf("lines %q", got)
+	}
+}
