@@ -161,6 +161,15 @@ func simulate(cfg simConfig) simResult {
 				held += int(e.s.queued[stHeld])
 			}
 			sec := int(traced/time.Second) - 1
+			if firstLeft > 0 && sec >= int(cfg.secondAt/time.Second)-2 {
+				// The engines still holding events of the first batch
+				// as the second arrives: the tail of the first batch.
+				for i, e := range engines {
+					if n := firstBatchHeld(e.s, t0.Add(cfg.secondAt)); n > 0 {
+						res.trace = append(res.trace, "    "+straggler(i, n, e.s, t0, t0.Add(traced)))
+					}
+				}
+			}
 			res.trace = append(res.trace, fmt.Sprintf("t=%2ds requests %4d writes %4d 429 %4d | at its end: rate sum %6.0f (limitless %3d) tokens %5.0f, down %3d, slow %3d, pending %4d (first batch %4d), held %4d",
 				sec, perSecond[sec], secWrites[sec], secTooMany[sec], rate, limitless, tokens, down, slow, pending, firstLeft, held))
 		}
@@ -199,6 +208,13 @@ func simulate(cfg simConfig) simResult {
 						secTooMany[int(sent/time.Second)]++
 					}
 				}
+			}
+			if cfg.trace && now >= cfg.secondAt-time.Second && t.it.since.Sub(t0) < cfg.secondAt {
+				what := map[bool]string{true: "429", false: "failed"}[over]
+				if out == outWritten {
+					what = "written"
+				}
+				res.trace = append(res.trace, fmt.Sprintf("  %6.3fs %s %s; then %s", now.Seconds(), t.it.ev.Name, what, straggler(ev.eng, firstBatchHeld(e.s, t0.Add(cfg.secondAt)), e.s, t0, t0.Add(now))))
 			}
 			if out == outWritten {
 				name := t.it.ev.Name
@@ -247,6 +263,31 @@ func simulate(cfg simConfig) simResult {
 	}
 	res.perSecond = perSecond
 	return res
+}
+
+// firstBatchHeld is the number of events added before second that s holds
+// (queued or under way).
+func firstBatchHeld(s *sched, second time.Time) int {
+	n := 0
+	for _, en := range s.entries {
+		for _, it := range en.queue {
+			if it.since.Before(second) {
+				n++
+			}
+		}
+		if en.busy != nil && en.busy.it.since.Before(second) {
+			n++
+		}
+	}
+	return n
+}
+
+// straggler describes engine i, which holds n events of the first batch,
+// for the trace.
+func straggler(i, n int, s *sched, t0, now time.Time) string {
+	p := &s.pace
+	return fmt.Sprintf("engine %d: %d of the first batch, pending %d, rate %.1f/s (slow start %v, threshold %.1f), measured %.1f/s, weight %.2f, %d cuts (last at %.2fs), window %d, held %d, down %v",
+		i, n, s.pendingEvents, p.current(now), p.slow, p.thresh, p.okRate, p.weight, p.cuts, p.cutAt.Sub(t0).Seconds(), s.window, s.queued[stHeld], s.health.down)
 }
 
 func fleetScenario(opts Options) simConfig {
