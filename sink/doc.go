@@ -55,7 +55,7 @@
 //	the first 5xx or 429 without Retry-After, with    the key    as for the key, until a second key says
 //	  no evidence yet                                              otherwise
 //	429 with Retry-After while another write was      shedding   the rate is cut (once per Retry-After),
-//	  answered within the Retry-After (at least 1 s)               the key is held for the Retry-After (it
+//	  answered within two Retry-Afters (at least 2 s)              the key is held for the Retry-After (it
 //	                                                               goes earlier if it is the oldest
 //	                                                               waiting), never charged
 //	429 with Retry-After, nothing answered lately     server     an outage answered 429: one probe after
@@ -81,8 +81,9 @@
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
 // default) whose rate adapts to the server, as TCP's congestion window
 // does to losses, with the 429 as the loss and the Retry-After as the
-// round: a 429 cuts the rate to 0.7 times the lower of the rate and the
-// rate of recent successful writes (once per Retry-After), it grows back by 0.5 writes/s plus 10% per
+// round: a 429 cuts the rate to 0.6 times the lower of the rate and the
+// engine's recent share (its successful writes, or 0.8 of what it sent if
+// more; once per Retry-After), it grows back by 0.5 writes/s plus 10% per
 // second while writes wait for it, an engine back from a Retry-After pause
 // slow-starts, and one that idles within a minute of trouble restarts
 // gently instead of with its full burst. The growth and the restart are

@@ -124,12 +124,20 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	return vRetry
 }
 
+// shedRounds: a 429 with Retry-After is load shedding, not a server that
+// refuses everything, when a write of the engine succeeded within this many
+// Retry-Afters (each at least a second). One is too few to tell: an engine
+// sending a few writes a second to a full server (an empty token bucket)
+// meets three or four refusals in a row by chance, and would pause as if
+// the server were down while the rest of a fleet writes.
+const shedRounds = 2
+
 // blameOf decides whose fault a failed write is (see the package
 // documentation's table). It also refunds the tries charged to keys whose
 // failures turn out to be the server's.
 func (s *sched) blameOf(t *task, r result, now time.Time, wait time.Duration) whose {
 	switch {
-	case r.fault == faultShed && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, max(wait, time.Second)):
+	case r.fault == faultShed && !t.probe && !s.health.down && s.pace.adaptive && s.pace.answered(now, shedRounds*max(wait, time.Second)):
 		return byShedding
 	case t.probe, s.health.down, r.fault == faultShed:
 		// A failed probe is the server's; so is a write that was under

@@ -12,16 +12,18 @@ import (
 // signal and its Retry-After as the round:
 //
 //   - Cut. A 429 cuts the rate to aimdCut times the lower of the rate and
-//     the rate of successful writes over the last second or so (this
-//     engine's measured share of what the server accepts), and that becomes
-//     the threshold of slow start. One cut per round: a 429 of a request
-//     sent before the last cut, or within the Retry-After (at least a
-//     second) of it, tells of the same overload and does not cut again.
+//     the engine's measured share (see share), and that becomes the
+//     threshold of slow start. One cut per round: a 429 of a request sent
+//     before the last cut, or within the Retry-After (at least a second)
+//     of it, tells of the same overload and does not cut again.
 //   - Growth. While the rate holds writes back, it grows by
-//     aimdAdd·weight + aimdGrow·rate writes/s per second, back up to the
-//     configured limit. The additive term makes engines share fairly (each
-//     adds the same, scaled by its weight); the proportional one brings a
-//     lone engine back to a high limit in seconds.
+//     aimdAdd·weight^1.5 + aimdGrow·rate writes/s per second, back up to
+//     the configured limit. The additive term makes engines share fairly
+//     (each adds the same, scaled by its weight); the proportional one
+//     brings a lone engine back to a high limit in seconds. The power:
+//     under AIMD an engine's share goes as the square root of what it adds
+//     (the square-root law of TCP), so weight^1.5 gives shares about as
+//     weight^0.75, nearer to its waiting than weight alone (weight^0.5).
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -50,8 +52,8 @@ import (
 // backlog roughly in age order (new events yield to old ones), and engines
 // that came back late from an outage catch up instead of finishing last.
 const (
-	aimdCut     = 0.7  // multiplicative decrease (TCP CUBIC's β)
-	aimdAdd     = 0.5  // writes/s gained per second, times the weight
+	aimdCut     = 0.6  // multiplicative decrease (deeper than TCP CUBIC's 0.7: the share it applies to counts what was sent)
+	aimdAdd     = 0.5  // writes/s gained per second, times the weight^1.5
 	aimdGrow    = 0.1  // and this fraction of the rate per second
 	restartRate = 2.0  // writes/s after a Retry-After pause or an idle period, times the weight
 	slowStep    = 1.0  // writes/s gained per success in slow start, times the weight
@@ -64,8 +66,11 @@ const (
 	// uncapRate: with no configured limit, a rate grown past this is no
 	// limit again.
 	uncapRate = 10000
-	// successWindow is the time constant of the measured success rate.
+	// successWindow is the time constant of the measured rates.
 	successWindow = time.Second
+	// sentShare: the share of an engine is at least this fraction of the
+	// rate it sent at (see share).
+	sentShare = 0.8
 	// idleHalving: after a disturbance, an idle engine's rate halves
 	// with every idleHalving of idleness.
 	idleHalving = time.Second
@@ -95,13 +100,14 @@ type pacer struct {
 	// disturbed is when the server last failed or shed load (zero: never).
 	disturbed time.Time
 
-	okRate float64   // successes per second, decaying with successWindow
-	okAt   time.Time // okRate measured at
-	lastOK time.Time // the last success
-	paused bool      // the server is seen down: the measure stands still
-	outage bool      // paused for a server-wide failure other than a 429
-	back   time.Time // the server answered again after an outage (zero: never)
-	grewAt time.Time // the window last grew, within returnFor of back
+	okRate   float64   // successes per second, decaying with successWindow
+	sentRate float64   // paced requests per second, the same way
+	okAt     time.Time // okRate and sentRate measured at
+	lastOK   time.Time // the last success
+	paused   bool      // the server is seen down: the measure stands still
+	outage   bool      // paused for a server-wide failure other than a 429
+	back     time.Time // the server answered again after an outage (zero: never)
+	grewAt   time.Time // the window last grew, within returnFor of back
 }
 
 func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
@@ -135,7 +141,7 @@ func (p *pacer) advance(now time.Time) {
 	// bucket is empty).
 	if p.rate < p.ceiling && p.tokens < 1 {
 		// dr/dt = add + grow·r, integrated exactly over dt.
-		add := aimdAdd * p.weight
+		add := aimdAdd * p.weight * math.Sqrt(p.weight)
 		r := (p.rate+add/aimdGrow)*math.Exp(aimdGrow*dt) - add/aimdGrow
 		p.setRate(r)
 	}
@@ -166,10 +172,12 @@ func (p *pacer) bucket() float64 {
 func (p *pacer) take(now time.Time) time.Duration {
 	p.advance(now)
 	if math.IsInf(p.rate, 1) {
+		p.sent(now)
 		return 0
 	}
 	if p.tokens >= 1 {
 		p.tokens--
+		p.sent(now)
 		return 0
 	}
 	wait := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
@@ -190,13 +198,29 @@ func (p *pacer) success(now time.Time) {
 	p.okRate += 1 / successWindow.Seconds()
 }
 
+// sent records a request let through.
+func (p *pacer) sent(now time.Time) {
+	p.decay(now)
+	p.sentRate += 1 / successWindow.Seconds()
+}
+
+// share is the engine's measured share of what the server takes: the rate
+// of its successful writes, or sentShare of the rate it sent at if that is
+// more. Which of a fleet's requests meet a full server (an empty token
+// bucket) is chance, so an engine refused more often than the others
+// lately is not cut deeper than they are; cut by its successes alone, the
+// unlucky engines of a fleet would drain last.
+func (p *pacer) share() float64 {
+	return math.Max(p.okRate, sentShare*p.sentRate)
+}
+
 // answered reports whether a write succeeded within d before now: the
 // server is up and shedding load, not down.
 func (p *pacer) answered(now time.Time, d time.Duration) bool {
 	return !p.lastOK.IsZero() && now.Sub(p.lastOK) < d
 }
 
-// decay ages the success rate to now. Only the time the server was seen up
+// decay ages the measured rates to now. Only the time the server was seen up
 // counts (see pause): a pause for Retry-After or an outage is no evidence
 // of a lower share.
 func (p *pacer) decay(now time.Time) {
@@ -204,7 +228,9 @@ func (p *pacer) decay(now time.Time) {
 		return
 	}
 	if dt := now.Sub(p.okAt); dt > 0 {
-		p.okRate *= math.Exp(-dt.Seconds() / successWindow.Seconds())
+		f := math.Exp(-dt.Seconds() / successWindow.Seconds())
+		p.okRate *= f
+		p.sentRate *= f
 		p.okAt = now
 	}
 }
@@ -261,7 +287,7 @@ func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 	}
 	p.advance(now)
 	p.decay(now)
-	if r := math.Max(minRate, aimdCut*math.Min(p.rate, p.okRate)); r < p.rate {
+	if r := math.Max(minRate, aimdCut*math.Min(p.rate, p.share())); r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
 	}
@@ -277,7 +303,7 @@ func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 // overload records a 429 that made the engine pause (the server accepted
 // nothing of it lately), for a request sent at sentAt: once per round, the
 // threshold of the slow start that follows the pause becomes aimdCut
-// times the lower of the rate and the success rate, and at least
+// times the lower of the rate and the share, and at least
 // restartRate·weight (an engine with nothing measured resumes there).
 func (p *pacer) overload(now, sentAt time.Time) {
 	p.disturbed = now
@@ -286,7 +312,7 @@ func (p *pacer) overload(now, sentAt time.Time) {
 	}
 	p.advance(now)
 	p.decay(now)
-	p.thresh = math.Max(restartRate*p.weight, aimdCut*math.Min(p.rate, p.okRate))
+	p.thresh = math.Max(restartRate*p.weight, aimdCut*math.Min(p.rate, p.share()))
 	p.rate = math.Min(p.rate, p.thresh)
 	p.tokens = math.Min(p.tokens, p.bucket())
 	p.slow = false

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -80,5 +81,63 @@ func TestPacerReturnFromOutage(t *testing.T) {
 	q.shed(later, later, time.Second)
 	if r := q.current(later); r <= restartRate*1.5 || r >= 50 {
 		t.Fatalf("a 429 after returnFor: rate %v, want the usual cut to about 0.7 of the success rate", r)
+	}
+}
+
+// A 429 cuts engines that sent alike to the same rate, however many of
+// their requests happened to be refused: which requests of a fleet meet a
+// full server is chance, and an engine cut by its successes alone would be
+// cut deeper the unluckier it was, and drain last.
+func TestPacerCutBySentRateNotLuck(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cut := func(accepted int) float64 {
+		var p pacer
+		p.init(50, 100, true, t0)
+		// 20 requests in the last second, accepted of them succeeded.
+		for i := range 20 {
+			at := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+			if p.take(at) != 0 {
+				t.Fatalf("request %d held back", i)
+			}
+			if i < accepted {
+				p.success(at)
+			}
+		}
+		at := t0.Add(time.Second)
+		p.shed(at, at, time.Second)
+		return p.current(at)
+	}
+	lucky, unlucky := cut(14), cut(4)
+	if lucky != unlucky {
+		t.Errorf("after the same 20 requests, the engine that had 14 accepted is cut to %.2f writes/s, the one that had 4 to %.2f", lucky, unlucky)
+	}
+	// The share is what the engine sent, discounted: not above what it
+	// sent, and the cut below it.
+	if want := aimdCut * sentShare * 20 * (1 - math.Exp(-1)) * 1.2; unlucky > want || unlucky < minRate {
+		t.Errorf("cut to %.2f writes/s after 20 requests in a second, want at most %.2f", unlucky, want)
+	}
+	// An engine whose successes are more than its discounted requests is
+	// cut by its successes.
+	if all := cut(20); all <= lucky {
+		t.Errorf("the engine with every request accepted is cut to %.2f, below %.2f", all, lucky)
+	}
+}
+
+// The additive growth goes as weight^1.5, so that under AIMD (shares as the
+// square root of the growth) an engine's share goes about as weight^0.75.
+func TestPacerGrowthByWeight(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gain := func(w float64) float64 {
+		var p pacer
+		p.init(50, 100, true, t0)
+		p.weight = w
+		p.rate, p.tokens = 0.01, 0 // a rate so low that the proportional term is nothing, the bucket empty
+		at := t0.Add(100 * time.Millisecond)
+		p.advance(at)
+		return p.rate - 0.01
+	}
+	one, more := gain(1), gain(2.25)
+	if r := more / one; r < 3.3 || r > 3.45 {
+		t.Errorf("growth at weight 2.25 is %.2f times that at weight 1, want about 2.25^1.5 = 3.375", r)
 	}
 }

@@ -134,6 +134,36 @@ func TestSchedAll429IsAnOutage(t *testing.T) {
 	}
 }
 
+// A 429 with Retry-After is load shedding while the engine had a write
+// accepted within two Retry-Afters: a few refusals in a row are chance at a
+// full server, not a server that refuses everything. Past that the engine
+// pauses as for an outage.
+func TestSchedShedNeedsTwoRoundsWithoutSuccess(t *testing.T) {
+	for _, tc := range []struct {
+		after time.Duration
+		down  bool
+	}{
+		{1500 * time.Millisecond, false},
+		{1999 * time.Millisecond, false},
+		{2001 * time.Millisecond, true},
+	} {
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		s := newTestSched(t, Options{}, t0)
+		s.add("warm", schedItem("w", t0), t0)
+		writeOK(t, s, t0)
+		now := t0.Add(tc.after)
+		s.add("k", schedItem("e", now), now)
+		tk, _ := s.next(now)
+		if tk == nil {
+			t.Fatalf("%v after a success: no write", tc.after)
+		}
+		s.finish(tk, testResult(outFailed, time.Second, true), now)
+		if s.health.down != tc.down || (s.queued[stHeld] == 1) == tc.down {
+			t.Errorf("a 429 (Retry-After 1s) %v after the last success: down %v, held %d; want down %v", tc.after, s.health.down, s.queued[stHeld], tc.down)
+		}
+	}
+}
+
 // A key held by a Retry-After whose event is older than every ready key
 // goes before them: per-key order is oldest first even under shedding.
 func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
