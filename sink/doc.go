@@ -86,7 +86,8 @@
 // more; once per Retry-After), it grows back by 0.5 writes/s plus 10% per
 // second while writes wait for it, an engine back from a Retry-After pause
 // slow-starts, and one that idles within a minute of trouble restarts
-// gently instead of with its full burst. The growth and the restart are
+// from the bottom (its first write after a random part of an interval)
+// instead of with its full burst. The growth and the restart are
 // scaled by how much waiting the engine carries (the summed ages of its
 // pending events), so that a fleet serves old events first; engines whose
 // events have waited longest also come back first after a Retry-After.

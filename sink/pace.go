@@ -37,13 +37,18 @@ import (
 //     meets about one 429 per engine, not one per write each had under
 //     way and per token left, and resumes from a rate that sums to about
 //     what the fleet offered before, growing from there.
-//   - Restart after idle (as TCP after an idle period, RFC 2861). An engine
-//     that had nothing to write keeps the rate it earned, but within
-//     disturbMemory of a 429 or an outage it halves that rate per idle
-//     second (down to restartRate) and keeps at most one token, and
-//     slow-starts back: a fleet whose engines go quiet and get new events
-//     at once (a second wave) does not come back at the full rate and
-//     burst of each.
+//   - Restart after idle. An engine that had nothing to write keeps the
+//     rate it earned, but within disturbMemory of a 429 or an outage it
+//     restarts gently and slow-starts back to that rate: idle for
+//     restartIdle or more, at restartRate·weight (as TCP restarts from its
+//     initial window after an idle period longer than its retransmission
+//     timeout, RFC 5681), idle for less, at the rate halved per idle
+//     second (RFC 2861); its first write goes after a random part of one
+//     interval at that rate, never in a burst. A fleet whose engines go
+//     quiet and get new events at once (a second wave) then neither comes
+//     back at the full rate and burst of each nor sends its first writes
+//     in the same instant, and the engines still holding older events
+//     (which did not go idle) keep their rate: the old events go first.
 //
 // The weight tells how much waiting an engine carries: the sum of the ages
 // of its pending events, over waitUnit event-seconds, between minWeight and
@@ -71,9 +76,11 @@ const (
 	// sentShare: the share of an engine is at least this fraction of the
 	// rate it sent at (see share).
 	sentShare = 0.8
-	// idleHalving: after a disturbance, an idle engine's rate halves
-	// with every idleHalving of idleness.
+	// idleHalving: after a disturbance, an engine idle for less than
+	// restartIdle restarts at its rate halved with every idleHalving of
+	// idleness; idle for restartIdle or more, at restartRate·weight.
 	idleHalving = time.Second
+	restartIdle = time.Second
 	// disturbMemory is how long after a 429 or a server-wide failure an
 	// idle engine restarts gently.
 	disturbMemory = time.Minute
@@ -336,26 +343,31 @@ func (p *pacer) restartAfterPause(now time.Time) {
 }
 
 // restartAfterIdle is called when an engine that was idle for idle gets a
-// write to do.
-func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration) {
+// write to do, with the weight of that write set; jitter, in [0, 1), is
+// the part of an interval its first write waits.
+func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration, jitter float64) {
 	if !p.adaptive || p.disturbed.IsZero() || now.Sub(p.disturbed) > disturbMemory || idle <= 0 {
 		return
 	}
 	p.advance(now)
-	// With no limit, restart at the rate of recent successes instead,
-	// which has decayed with the idle time too.
-	base := p.rate * math.Exp2(-idle.Seconds()/idleHalving.Seconds())
-	if math.IsInf(p.rate, 1) {
-		p.decay(now)
-		base = p.okRate
+	r := restartRate * p.weight
+	if idle < restartIdle {
+		// A short pause: the rate halved per idle second, or with no
+		// limit the rate of recent successes, which has decayed with
+		// the idle time too.
+		base := p.rate * math.Exp2(-idle.Seconds()/idleHalving.Seconds())
+		if math.IsInf(p.rate, 1) {
+			p.decay(now)
+			base = p.okRate
+		}
+		r = math.Max(restartRate, base)
 	}
-	r := math.Max(restartRate, base)
 	if r < p.rate {
 		p.thresh = math.Min(p.thresh, p.rate)
 		p.rate = r
 		p.slow = p.rate < p.thresh
 	}
-	p.tokens = math.Min(p.tokens, 1)
+	p.tokens = math.Min(p.tokens, 1-jitter)
 }
 
 // current returns the rate now (+Inf: no limit) without changing the

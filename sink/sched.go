@@ -200,8 +200,9 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 	}
 	if s.pendingWrites == 0 && s.inFlight == 0 && !s.idleSince.IsZero() {
 		// Work again after a quiet time: the rate restarts gently if the
-		// server was in trouble lately.
-		s.pace.restartAfterIdle(now, now.Sub(s.idleSince))
+		// server was in trouble lately, weighed by this write alone.
+		s.weigh(now, it)
+		s.pace.restartAfterIdle(now, now.Sub(s.idleSince), s.rnd.Float64())
 		s.idleSince = time.Time{}
 	}
 	if en == nil {

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -359,34 +360,50 @@ func TestPacerSlowStartAfterPause(t *testing.T) {
 	}
 }
 
-// An engine that goes idle within a minute of a disturbance restarts at a
-// rate halved per idle second, with one token; one that was never disturbed,
-// or long ago, keeps its rate and burst.
+// An engine that goes idle within a minute of a disturbance restarts
+// gently: idle a second or more, at the restart rate times its weight;
+// idle less, at its rate halved per idle second; in both cases its first
+// write after the given part of an interval, and it slow-starts back to
+// where it was. One that was never disturbed, or long ago, keeps its rate
+// and burst.
 func TestPacerRestartAfterIdle(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var calm, hit pacer
 	calm.init(50, 100, true, t0)
 	hit.init(50, 100, true, t0)
 	hit.failed(t0)
+	hit.weight = minWeight // one new event
 	at := t0.Add(3 * time.Second)
-	calm.restartAfterIdle(at, 3*time.Second)
-	hit.restartAfterIdle(at, 3*time.Second)
+	calm.restartAfterIdle(at, 3*time.Second, 0.5)
+	hit.restartAfterIdle(at, 3*time.Second, 0.5)
 	if calm.rate != 50 || calm.tokens != 100 {
 		t.Fatalf("undisturbed engine restarted: rate %v tokens %v", calm.rate, calm.tokens)
 	}
-	if hit.rate != 50.0/8 || hit.tokens != 1 || !hit.slow || hit.thresh != 50 {
+	if hit.rate != restartRate*minWeight || hit.tokens != 0.5 || !hit.slow || hit.thresh != 50 {
 		t.Fatalf("disturbed engine after 3 idle seconds: rate %v tokens %v slow %v threshold %v", hit.rate, hit.tokens, hit.slow, hit.thresh)
+	}
+	if wait := hit.take(at); wait != time.Second {
+		t.Fatalf("its first write waits %v, want half an interval at %v writes/s", wait, hit.rate)
+	}
+	var brief pacer
+	brief.init(50, 100, true, t0)
+	brief.failed(t0)
+	brief.weight = minWeight
+	brief.restartAfterIdle(at, 500*time.Millisecond, 0)
+	if want := 50 * math.Exp2(-0.5); math.Abs(brief.rate-want) > 1e-9 || brief.tokens != 1 || brief.thresh != 50 {
+		t.Fatalf("disturbed engine after half an idle second: rate %v tokens %v threshold %v, want rate %v", brief.rate, brief.tokens, brief.thresh, want)
 	}
 	var old pacer
 	old.init(50, 100, true, t0)
 	old.failed(t0)
 	late := t0.Add(disturbMemory + time.Second)
-	old.restartAfterIdle(late, time.Second)
+	old.restartAfterIdle(late, time.Second, 0)
 	if old.rate != 50 || old.tokens != 100 {
 		t.Fatalf("a disturbance long ago still restarts gently: rate %v tokens %v", old.rate, old.tokens)
 	}
-	// With no limit, the restart rate is the rate of recent successes,
-	// decayed with the idle time.
+	// With no limit, a short pause restarts at the rate of recent
+	// successes, decayed with the idle time; a long one at the restart
+	// rate times the weight.
 	busy := func(idle time.Duration) float64 {
 		var p pacer
 		p.init(-1, 0, true, t0)
@@ -396,7 +413,8 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 			p.success(now)
 		}
 		p.failed(now)
-		p.restartAfterIdle(now.Add(idle), idle)
+		p.weight = 1
+		p.restartAfterIdle(now.Add(idle), idle, 0)
 		return p.rate
 	}
 	if r := busy(time.Millisecond); r < 800 {
@@ -408,7 +426,7 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 	var off pacer
 	off.init(50, 100, false, t0)
 	off.failed(t0)
-	off.restartAfterIdle(at, 3*time.Second)
+	off.restartAfterIdle(at, 3*time.Second, 0)
 	if off.rate != 50 || off.tokens != 100 {
 		t.Fatalf("with the adaptive rate off: rate %v tokens %v", off.rate, off.tokens)
 	}
