@@ -41,6 +41,19 @@ func (s *losingSink) roll() (lose, fail bool) {
 
 var errReset = errors.New("connection reset by peer")
 
+// startRetrying starts a broadcaster on s that retries at once (no write
+// limit, 1 ms backoff) and writes every occurrence (no series interval).
+func startRetrying(t *testing.T, s events.EventSink) events.EventBroadcaster {
+	t.Helper()
+	b := events.NewBroadcaster(s, events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(
+		record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
+		record.WithLogger(klogDiscard())))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func (s *losingSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
 	lose, fail := s.roll()
 	if fail {
@@ -70,11 +83,8 @@ func (s *losingSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte)
 func TestLostCreateAnswerIsWritten(t *testing.T) {
 	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
 	close(s.release)
-	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
+	b := startRetrying(t, s)
 	defer b.Shutdown()
-	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
 	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	flush(t, b)
@@ -90,10 +100,7 @@ func TestLostCreateAnswerIsWritten(t *testing.T) {
 func TestStatsMatchTheServerWhenAnswersAreLost(t *testing.T) {
 	for seed := range uint64(3) {
 		s := &losingSink{memSink: newMemSink(), rnd: rand.New(rand.NewPCG(seed, 7)), lose: 0.15, fail: 0.1}
-		b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
-		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		b := startRetrying(t, s)
 		r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
 		rnd := rand.New(rand.NewPCG(seed, 9))
 		for i := range 400 {
@@ -145,11 +152,8 @@ func (s *lostAnswerSink) Create(ctx context.Context, ev *eventsv1.Event) (*event
 // the stored count is every occurrence, nothing is counted dropped.
 func TestLostCreateAnswerKeepsTheSeries(t *testing.T) {
 	s := &lostAnswerSink{memSink: newMemSink(), entered: make(chan struct{}), release: make(chan struct{})}
-	b := events.NewBroadcaster(s, events.WithBroadcasterOptions(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})), events.WithSeriesInterval(events.NoSeriesInterval), events.WithBroadcasterOptions(record.WithLogger(klogDiscard())))
+	b := startRetrying(t, s)
 	defer b.Shutdown()
-	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
 	r.Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
 	<-s.entered

@@ -295,8 +295,12 @@ func firstBatchHeld(s *sched, second time.Time) int {
 // for the trace.
 func straggler(i, n int, s *sched, t0, now time.Time) string {
 	p := &s.pace
-	return fmt.Sprintf("engine %d: %d of the first batch, pending %d, rate %.1f/s (slow start %v, threshold %.1f), measured %.1f/s, weight %.2f, %d cuts (last at %.2fs), window %d, held %d, down %v",
-		i, n, s.pendingEvents, p.current(now), p.slow, p.thresh, p.okRate, p.weight, p.cuts, p.cutAt.Sub(t0).Seconds(), s.window, s.queued[stHeld], s.health.down)
+	last := "never"
+	if !p.cutAt.IsZero() {
+		last = fmt.Sprintf("at %.2fs", p.cutAt.Sub(t0).Seconds())
+	}
+	return fmt.Sprintf("engine %d: %d of the first batch, pending %d, rate %.1f/s (slow start %v, threshold %.1f), share %.1f/s, weight %.2f, %d cuts (last %s), window %d, held %d, down %v",
+		i, n, s.pendingEvents, p.current(now), p.slow, p.thresh, p.share(), p.weight, p.cuts, last, s.window, s.queued[stHeld], s.health.down)
 }
 
 func fleetScenario(opts Options) simConfig {

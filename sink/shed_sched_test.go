@@ -432,6 +432,32 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 	}
 }
 
+// An engine restarting after an idle second is weighed by its new write,
+// not by the old one it wrote last: a second wave of new events restarts
+// at restartRate·minWeight however old the events before it were.
+func TestSchedRestartAfterIdleWeighsTheNewWrite(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{}, t0)
+	s.add("warm", schedItem("w", t0), t0)
+	writeOK(t, s, t0)
+	// An event that has waited 200 s is refused once (a 429 with
+	// Retry-After: the server sheds load) and then written.
+	s.add("old", schedItem("o", t0.Add(-200*time.Second)), t0)
+	tk, _ := s.next(t0)
+	s.finish(tk, testResult(outFailed, time.Second, true), t0)
+	at := t0.Add(2 * time.Second)
+	writeOK(t, s, at)
+	if s.pendingEvents != 0 || s.pace.weight < 1.5 {
+		t.Fatalf("after the old write: pending %d, weight %v (want the old write's, about 2)", s.pendingEvents, s.pace.weight)
+	}
+	// Idle 3 s, then a new event.
+	now := at.Add(3 * time.Second)
+	s.add("new", schedItem("n", now), now)
+	if r := s.pace.current(now); r != restartRate*minWeight {
+		t.Errorf("restarted at %v writes/s, want %v (weighed by the new event)", r, restartRate*minWeight)
+	}
+}
+
 // The weight grows with the waiting an engine carries, within its bounds.
 func TestWeightOf(t *testing.T) {
 	for _, c := range []struct{ wait, want float64 }{
