@@ -25,7 +25,7 @@ bench: apiserver
 	@set -o pipefail; \
 	{ status=0; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventf' -benchmem -benchtime $(BENCH_MICRO_TIME) ./record || status=1; \
-	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./internal/correlator || status=1; \
+	  $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_CORRELATOR_TIME) ./correlator || status=1; \
 	  $(GO) test -run '^$$' -bench '^BenchmarkEventsEventf$$' -benchmem -benchtime $(BENCH_MICRO_TIME) ./internal/testing/bench || status=1; \
 	  $(GO) test -run '^$$' -bench '^Benchmark(Delivery|Memory|EventsStorm|EventsShutdown|EventsBurstGoroutines)$$' -benchmem -benchtime $(BENCH_SCENARIO_TIME) -timeout 15m ./internal/testing/bench || status=1; \
 	  $(GO) test -run '^$$' -bench . -benchtime $(BENCH_SCENARIO_TIME) -timeout 20m ./internal/testing/bench/server || status=1; \

@@ -18,7 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/ratelog"
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 	"github.com/heraldk8s/herald/sink"
 )
 

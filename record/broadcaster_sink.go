@@ -15,9 +15,9 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/hook"
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 	"github.com/heraldk8s/herald/sink"
 )
 

@@ -13,7 +13,7 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // eventWatcher is one watcher of the broadcaster and its goroutine.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/eventkey"
 	"github.com/heraldk8s/herald/sink"
 )

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/hook"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	clientrecord "k8s.io/client-go/tools/record"
 
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/sink"
 )
 
@@ -24,7 +24,7 @@ type EventSink = sink.EventSink
 // client-go's record.CorrelatorOptions with herald's additions
 // (DisableAggregation, DisableSpamFilter, SpamKeyWithoutReason); a zero field
 // means its default, and a negative one means what it means in client-go
-// (the fields are documented in internal/correlator).
+// (the fields are documented in package correlator).
 type CorrelatorOptions = correlator.CorrelatorOptions
 
 // Correlator names kept from client-go's tools/record, so code that spells

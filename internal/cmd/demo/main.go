@@ -45,7 +45,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/examples/controller/controller"
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
 )

@@ -2,7 +2,7 @@
 // wait for a condition on the real clock, and the Stats accounting identity.
 // It is test infrastructure, imported only by _test.go files. It imports
 // record, so the in-package tests of record and of the packages record
-// imports (sink, internal/watch, ...) cannot use it; their external tests
+// imports (sink, watch, ...) cannot use it; their external tests
 // (package x_test) can.
 package check
 

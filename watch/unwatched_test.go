@@ -8,7 +8,7 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // TestUnwatchedEventsSkipTheQueue: with no watcher registered, events are

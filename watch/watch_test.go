@@ -13,7 +13,7 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 var _ apiwatch.Interface = (*watch.Watcher)(nil)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
 
-	"github.com/heraldk8s/herald/internal/correlator"
+	"github.com/heraldk8s/herald/correlator"
 )
 
 func event(now time.Time, reason, message string) *v1.Event {

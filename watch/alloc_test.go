@@ -7,7 +7,7 @@ import (
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // The race detector allocates on its own, hence the build constraint.

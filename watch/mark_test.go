@@ -9,7 +9,7 @@ import (
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // roomy registers a watcher whose channel has room for n events whatever the

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/heraldk8s/herald/internal/watch"
+	"github.com/heraldk8s/herald/watch"
 )
 
 func TestMain(m *testing.M) {
