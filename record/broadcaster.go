@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/ratelog"
-	"github.com/heraldk8s/herald/watch"
 	"github.com/heraldk8s/herald/sink"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // broadcaster is herald's EventBroadcaster: a watch.Broadcaster fanning

@@ -17,8 +17,8 @@ import (
 
 	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/hook"
-	"github.com/heraldk8s/herald/watch"
 	"github.com/heraldk8s/herald/sink"
+	"github.com/heraldk8s/herald/watch"
 )
 
 // sinkPipeline is what StartRecordingToSink builds: a correlator feeding a

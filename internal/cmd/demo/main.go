@@ -44,8 +44,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/examples/controller/controller"
 	"github.com/heraldk8s/herald/correlator"
+	"github.com/heraldk8s/herald/examples/controller/controller"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
 )
