@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -179,6 +180,7 @@ func TestCoalescingPropertyRandom(t *testing.T) {
 			n := 100 + r.IntN(500)
 			faultRate := []int{0, 3, 6, 20}[r.IntN(4)]
 			corr := record.CorrelatorOptions{LRUCacheSize: lru, DisableSpamFilter: true}
+			replay.OnFailure(t, "lru %d, objects %d, reasons %d, messages %d, events %d, faults 1/%d", lru, objects, reasons, messages, n, faultRate)
 			rr := rand.New(rand.NewPCG(seed, 7))
 			st, stored := coalesceRun(t, r, faultRate, corr, func(rec record.EventRecorder) {
 				for range n {
