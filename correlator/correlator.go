@@ -441,19 +441,29 @@ func (c *EventCorrelator) updateLocked(key string, event *v1.Event) {
 }
 
 // UpdateStateForWrite is UpdateStateForKey for a writer that knows the name
-// it wrote under (sentName; the server's answer, event, may carry another):
-// if the key now follows another event, because the correlator forgot the
-// written one and started a new one while the write was under way, the
-// answer is ignored, since carrying the old event's count over to the new
-// one would count occurrences twice. herald's delivery engine uses it.
-// Herald addition.
+// it wrote under (sentName; the server's answer, event, may carry another),
+// and that may hold later states of the same event still unwritten. The
+// answer is taken only while the key still follows the written event:
+//
+//   - if the key now follows another event, because the correlator forgot
+//     the written one and started a new one while the write was under way,
+//     carrying the old event's count over to the new one would count
+//     occurrences twice;
+//   - if the correlator forgot the key, bringing it back with the answer's
+//     count would hand the next occurrence a count that a later write still
+//     waiting in the writer already carries (its occurrences would be
+//     written twice under one count, and one of them would be in no stored
+//     count): the next occurrence starts a new event instead, as after any
+//     eviction.
+//
+// herald's delivery engine uses it. Herald addition.
 func (c *EventCorrelator) UpdateStateForWrite(key, sentName string, event *v1.Event) {
 	if event == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.obs.Get(key); !ok || v.(*observation).name == sentName {
+	if v, ok := c.obs.Get(key); ok && v.(*observation).name == sentName {
 		c.updateLocked(key, event)
 	}
 }

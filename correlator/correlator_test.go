@@ -682,6 +682,23 @@ func TestCombinedMessageLimitOption(t *testing.T) {
 	}
 }
 
+// UpdateStateForWrite does not bring back a key the correlator forgot:
+// the writer may still hold a later state of the event with a higher count
+// than the answer's, so the next occurrence starts a new event (issue 28).
+func TestUpdateStateForWriteAfterEviction(t *testing.T) {
+	c, clk := newTest(CorrelatorOptions{LRUCacheSize: 1})
+	first, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	second, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m")) // count 2, waiting in the writer
+	c.EventCorrelate(newEvent(clk.Now(), "b", "R", "m"))              // evicts a
+	c.UpdateStateForWrite(first.Key, first.Event.Name, first.Event.DeepCopy())
+	clk.Step(time.Second)
+	res, _ := c.EventCorrelate(newEvent(clk.Now(), "a", "R", "m"))
+	if res.Patch != nil || res.Event.Name == second.Event.Name || res.Event.Count != 1 {
+		t.Fatalf("the answer brought back a forgotten key: name %q count %d patch %q; want a new event of count 1",
+			res.Event.Name, res.Event.Count, res.Patch)
+	}
+}
+
 // UpdateStateForWrite ignores the answer for an event the key no longer
 // follows (forgotten and started anew while its write was under way), and
 // takes the answer for the event it follows, a renamed one included.

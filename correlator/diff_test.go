@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/heraldk8s/herald/internal/testing/replay"
 )
 
 // The differential tests run client-go's correlator and ours, configured
@@ -80,6 +82,7 @@ func TestDifferentialClientGo(t *testing.T) {
 }
 
 func runDifferential(t *testing.T, sc diffScenario) {
+	replay.OnFailure(t, "%+v", sc)
 	clk := testclock.NewFakeClock(t0)
 	theirs := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
 		LRUCacheSize: sc.lruSize, BurstSize: sc.burst, QPS: sc.qps, MaxEvents: sc.maxEvents, Clock: clk,

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/events"
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -94,6 +95,7 @@ func TestStatsAfterShutdownUnderChaos(t *testing.T) {
 }
 
 func eventsChaosRound(t *testing.T, seed uint64) {
+	replay.OnFailure(t, "seed %d", seed)
 	const goroutines = 64
 	base := goleak.IgnoreCurrent()
 	gs := &gatedSink{memSink: newMemSink(), gate: make(chan struct{}, 8)}

@@ -28,6 +28,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -358,6 +359,7 @@ func TestClientGoSinkPlugsIn(t *testing.T) {
 func TestAccountingIdentity(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			replay.OnFailure(t, "seed %d", seed)
 			r := rand.New(rand.NewPCG(seed, 7))
 			var mu sync.Mutex
 			e := newEnv(t, record.WithSinkOptions(sink.Options{MaxTries: 2, MaxPending: 30}), record.WithQueueLength(100),

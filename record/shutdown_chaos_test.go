@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
@@ -121,6 +122,7 @@ func shutdownComplete(err error) bool {
 }
 
 func chaosRound(t *testing.T, seed uint64) {
+	replay.OnFailure(t, "seed %d", seed)
 	base := goleak.IgnoreCurrent()
 	cs := &chaosSinks{gate: make(chan struct{}, 8), keyGate: make(chan struct{}), release: make(chan struct{})}
 	released := false

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
@@ -26,6 +27,7 @@ import (
 func TestEngineChaos(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			replay.OnFailure(t, "seed %d", seed)
 			_, ctx := ktesting.NewTestContext(t)
 			s := sinktest.New()
 			var mu sync.Mutex

@@ -24,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/testing/replay"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/sink/sinktest"
 )
@@ -422,6 +423,7 @@ func TestOneWriterPerKey(t *testing.T) {
 func TestAccountingIdentity(t *testing.T) {
 	for seed := range uint64(5) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			replay.OnFailure(t, "seed %d", seed)
 			r := rand.New(rand.NewPCG(seed, 1))
 			var rmu sync.Mutex
 			h := newHarness(t, sink.Options{Workers: 3, MaxTries: 3, MaxPending: 20, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
