@@ -43,7 +43,7 @@ func countDown(api *eventsAPI, by map[string]int) http.Handler {
 // TestEventsAPI checks the bench server itself: 503 while down, then the
 // capacity per second with 429 Retry-After above it, creates and patches.
 func TestEventsAPI(t *testing.T) {
-	api := newEventsAPI(time.Now(), 0, server.NewWindow(time.Now(), 2))
+	api := newEventsAPI(time.Now(), 0, server.NewWindow(time.Now(), 2), nil)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
@@ -71,7 +71,7 @@ func TestEventsAPI(t *testing.T) {
 	if got := api.events["ns/e"]; got == nil || got.Count != 2 || got.Message != "m" {
 		t.Fatalf("stored %+v", got)
 	}
-	down := newEventsAPI(time.Now(), time.Hour, server.NewWindow(time.Now(), 10))
+	down := newEventsAPI(time.Now(), time.Hour, server.NewWindow(time.Now(), 10), nil)
 	srv2 := httptest.NewServer(down)
 	defer srv2.Close()
 	cs2, _ := kubernetes.NewForConfig(&rest.Config{Host: srv2.URL, QPS: -1})
