@@ -153,6 +153,9 @@ var scenarios = []scenario{
 		name: "goroutines",
 		run:  goroutines,
 	},
+	lotsOfEvents,
+	random503,
+	loneOutage,
 }
 
 func BenchmarkDelivery(b *testing.B) {
@@ -194,6 +197,9 @@ type pipeline struct {
 	logs   *bench.LogCounter
 	herald []record.BroadcasterOption
 	client []clientrecord.BroadcasterOption
+	// quiet and maxObserve replace the constants of the same names in
+	// observe when quiet is set (the lone-engine scenarios take longer).
+	quiet, maxObserve time.Duration
 
 	// Set by start.
 	rec      clientrecord.EventRecorder
@@ -228,8 +234,12 @@ func (p *pipeline) burst(objs []*v1.Pod) {
 // says it has flushed, or (client-go) the sink has been quiet for the quiet
 // period after quietFrom.
 func (p *pipeline) observe(start, quietFrom time.Time, s *bench.CountingSink, want int64) bench.Progress {
+	q, most := quiet, maxObserve
+	if p.quiet > 0 {
+		q, most = p.quiet, p.maxObserve
+	}
 	if p.impl != "herald" {
-		return bench.Observe(start, quietFrom, s.Written, want, nil, quiet, time.Since(start)+maxObserve)
+		return bench.Observe(start, quietFrom, s.Written, want, nil, q, time.Since(start)+most)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -237,7 +247,7 @@ func (p *pipeline) observe(start, quietFrom time.Time, s *bench.CountingSink, wa
 		defer close(done)
 		_ = p.heraldEB.Flush(ctx)
 	}()
-	prog := bench.Observe(start, quietFrom, s.Written, want, done, quiet, time.Since(start)+maxObserve)
+	prog := bench.Observe(start, quietFrom, s.Written, want, done, q, time.Since(start)+most)
 	cancel()
 	<-done
 	return prog
