@@ -129,6 +129,15 @@ var Legend = []string{
 		"with that work running on the other core; allocs/op counts every allocation made during the loop, the pipeline's included; " +
 		"arg-allocs/op is what the caller's arguments cost alone (the variadic slice). " +
 		"stale-* = Σ over the objects of (occurrences − stored series count). writes = Create + Patch calls.",
+	"Delivery/lone-*: one broadcaster at herald's defaults against a sink with 1 ms latency (issue 25): lone-lots-of-events is client-go's " +
+		"TestLotsOfEvents (1,000 events, each refused four times with a plain error), both with WithSleepDuration(0) as that test; " +
+		"lone-random-503 fails 10% of the calls at random with 503, x-configured-rate = (delivered − the burst of 100) / (50/s × s-to-all); " +
+		"lone-outage records 1,500 at the start of a 3 s outage (503), the write limit off, five times: ms-to-drain-worst is the longest of the five.",
+	"Fleet/<model>/<latency>/<settings>: the loopback server's models are in internal/testing/bench/server/model.go (each one's benchnote says its settings); " +
+		"latency=fixed adds 2 ms to every request, latency=jittered 2 ms plus up to 20 ms at random; client-go runs with the fixed latency only. " +
+		"peak-x-capacity = the most requests that arrived in one second over the capacity of that second; jain-early = Jain's fairness index " +
+		"(Σx)² / (n·Σx²) of the requests the server admitted from each controller in the first 5 s after the return (1: equal shares). " +
+		"The fleet summary under the table has one row per run.",
 	"controllerruntime/ManagerShutdown: a controller-runtime v0.25.2 manager against the real kube-apiserver whose runnable records " +
 		"1,000 distinct events with GetEventRecorder when its context ends, then the manager stops: herald = heraldcr.NewManager, " +
 		"client-go = manager.New with controller-runtime's own recorder (client-go's tools/events). written = stored when Start has " +
