@@ -295,21 +295,29 @@ func burstDistinct(n int) func(*testing.B, *pipeline) metrics {
 		p.start(s)
 		start := time.Now()
 		p.burst(objs)
-		prog := p.observe(start, start, s, int64(n))
-		dropped := p.dropped()
-		_, leaked := p.shutdown()
-		events, _ := s.Stored()
-		var m metrics
-		m.add("recorded", float64(n))
-		m.add("delivered", float64(events))
-		m.add("dropped", float64(dropped))
-		m.add("lost", float64(int64(n)-int64(events)-dropped))
+		m, prog := drained(p, s, int64(n), start)
 		m.add("events/s", float64(prog.N)/prog.Last.Sub(start).Seconds())
 		m.add("ms-to-final", since(start, prog.Last))
 		m.add("ms-per-write", float64(s.MeanCall())/float64(time.Millisecond))
-		m.add("goroutines-leaked", float64(leaked))
 		return m
 	}
+}
+
+// drained observes p until the n distinct events recorded from start are
+// written (or it stops trying), shuts it down and returns what was
+// recorded, delivered, dropped, lost and leaked, and what it observed.
+func drained(p *pipeline, s *bench.CountingSink, n int64, start time.Time) (metrics, bench.Progress) {
+	prog := p.observe(start, start, s, n)
+	dropped := p.dropped()
+	_, leaked := p.shutdown()
+	events, _ := s.Stored()
+	var m metrics
+	m.add("recorded", float64(n))
+	m.add("delivered", float64(events))
+	m.add("dropped", float64(dropped))
+	m.add("lost", float64(n-int64(events)-dropped))
+	m.add("goroutines-leaked", float64(leaked))
+	return m, prog
 }
 
 // burstIdentical records the same event n times in one burst (spam filter

@@ -68,18 +68,9 @@ var lotsOfEvents = scenario{
 		for i, o := range bench.Pods(n) {
 			p.rec.Eventf(o, v1.EventTypeNormal, fmt.Sprintf("Reason-%d", i), "%d", i)
 		}
-		prog := p.observe(start, start, s, n)
-		dropped := p.dropped()
-		_, leaked := p.shutdown()
-		events, _ := s.Stored()
-		var m metrics
-		m.add("recorded", n)
-		m.add("delivered", float64(events))
-		m.add("dropped", float64(dropped))
-		m.add("lost", float64(n-int64(events)-dropped))
+		m, prog := drained(p, s, n, start)
 		m.add("writes", float64(s.Calls()))
 		m.add("s-to-all", prog.Last.Sub(start).Seconds())
-		m.add("goroutines-leaked", float64(leaked))
 		return m
 	},
 }
@@ -114,23 +105,14 @@ var random503 = scenario{
 		p.start(s)
 		start := time.Now()
 		p.burst(bench.Pods(n))
-		prog := p.observe(start, start, s, n)
-		dropped := p.dropped()
-		_, leaked := p.shutdown()
-		events, _ := s.Stored()
+		m, prog := drained(p, s, n, start)
 		took := prog.Last.Sub(start).Seconds()
-		var m metrics
-		m.add("recorded", n)
-		m.add("delivered", float64(events))
-		m.add("dropped", float64(dropped))
-		m.add("lost", float64(n-int64(events)-dropped))
 		m.add("writes", float64(s.Calls()))
 		m.add("s-to-all", took)
 		m.add("events/s", float64(prog.N)/took)
 		if p.impl == "herald" {
 			m.add("x-configured-rate", (float64(prog.N)-heraldBurst)/(heraldQPS*took))
 		}
-		m.add("goroutines-leaked", float64(leaked))
 		return m
 	},
 }

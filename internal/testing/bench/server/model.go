@@ -291,14 +291,12 @@ func (q *Queue) Serve(at time.Time) Answer {
 	return Answer{OK: true, Leaves: start.Add(q.Service)}
 }
 
-func (q *Queue) CapacityAt(time.Time) float64 {
-	return float64(q.Seats) / q.Service.Seconds()
-}
+func (q *Queue) CapacityAt(time.Time) float64 { return float64(q.Seats) / q.Service.Seconds() }
 
 // SetCapacity changes the service time (the seats stay: a server that
 // slows down, or a share of them that shrinks).
 func (q *Queue) SetCapacity(c float64) {
-	q.Service = time.Duration(float64(q.Seats) / c * float64(time.Second))
+	q.Service = serviceFor(q.Seats, c)
 	q.QueueLength = max(1, int(c/4))
 }
 
@@ -340,13 +338,17 @@ func (f *InFlight) Serve(at time.Time) Answer {
 	return Answer{OK: true, Leaves: at.Add(f.Service)}
 }
 
-func (f *InFlight) CapacityAt(time.Time) float64 {
-	return float64(f.Limit) / f.Service.Seconds()
-}
+func (f *InFlight) CapacityAt(time.Time) float64 { return float64(f.Limit) / f.Service.Seconds() }
 
 // SetCapacity changes the service time.
 func (f *InFlight) SetCapacity(c float64) {
-	f.Service = time.Duration(float64(f.Limit) / c * float64(time.Second))
+	f.Service = serviceFor(f.Limit, c)
+}
+
+// serviceFor is the service time that makes slots requests at a time a
+// capacity of c requests/s.
+func serviceFor(slots int, c float64) time.Duration {
+	return time.Duration(float64(slots) / c * float64(time.Second))
 }
 
 func (f *InFlight) Name() string { return "inflight" }
