@@ -58,6 +58,15 @@ var fleetLatencies = []struct {
 	}},
 }
 
+// fleetSettings describes fleetCases.
+func fleetSettings() string {
+	var parts []string
+	for _, c := range fleetCases {
+		parts = append(parts, fmt.Sprintf("%s, %s: %s", c.scenario, c.impl, c.note))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
 // fleetCases are the implementations and settings each server runs.
 var fleetCases = []struct {
 	scenario, impl string
@@ -79,8 +88,12 @@ func BenchmarkFleet(b *testing.B) {
 					continue
 				}
 				b.Run(m.Name+"/"+lat.name+"/"+c.scenario+"/impl="+c.impl, func(b *testing.B) {
-					b.Logf("benchnote: Fleet/%s/%s/%s: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s (%v), %s; %d more each %v after its return. %s. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests of one second over the capacity of that second; jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
-						m.Name, lat.name, c.scenario, fleetControllers, fleetBatch, fleetOutage, fleetCapacity, m.New(time.Now(), fleetCapacity), lat.name, fleetBatch, fleetSecond, c.note, fleetControllers*fleetBatch, fleetMax, earlyFor)
+					// Three notes, the same for every run but the model's,
+					// which the table prints once each.
+					b.Logf("benchnote: Fleet/*: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s through its model, 429 Retry-After above; %d more each %v after its return. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests of one second over the capacity of that second; jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
+						fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, fleetControllers*fleetBatch, fleetMax, earlyFor)
+					b.Logf("benchnote: Fleet/*/<latency>/<settings>: latency=fixed: 2 ms before each request reaches the server; latency=jittered: 2 ms plus up to 20 ms at random. %s", fleetSettings())
+					b.Logf("benchnote: Fleet/%s: %v.", m.Name, m.New(time.Now(), fleetCapacity))
 					var sums fleetResult
 					for range b.N {
 						sums.add(runFleet(b, m.New, lat.mk(), c.impl, c.herald))
