@@ -315,7 +315,13 @@ func (e *Env) Halt() error {
 	return nil
 }
 
-// Restart starts the server halted by [Env.Halt] again, with the same
+// Kill stops the server process at once (SIGKILL, no grace: etcd and the
+// API server get no chance to finish anything) but keeps its data, its
+// certificates and its port, as [Env.Halt] does, so that [Env.Restart] can
+// start it again on the same data, as after a crash.
+func (e *Env) Kill() { e.kill() }
+
+// Restart starts the server halted by [Env.Halt] or [Env.Kill] again, with the same
 // command line (port, data, certificates), and returns once it is ready.
 func (e *Env) Restart(ctx context.Context) error {
 	if err := e.run(ctx); err != nil {

@@ -388,6 +388,16 @@ plugins:
 // TestHaltRestartKeepsData halts a server of its own, checks that clients
 // are refused meanwhile, restarts it and finds what was written before.
 func TestHaltRestartKeepsData(t *testing.T) {
+	stopRestart(t, func(e *Env) error { return e.Halt() })
+}
+
+// TestKillRestartKeepsData is TestHaltRestartKeepsData with the server
+// killed (SIGKILL) instead: what it acknowledged survives the crash.
+func TestKillRestartKeepsData(t *testing.T) {
+	stopRestart(t, func(e *Env) error { e.Kill(); return nil })
+}
+
+func stopRestart(t *testing.T, stop func(*Env) error) {
 	ctx := context.Background()
 	e, err := Start(ctx, Options{Logf: t.Logf})
 	if err != nil {
@@ -398,7 +408,7 @@ func TestHaltRestartKeepsData(t *testing.T) {
 	if _, err := cs.CoreV1().Events("default").Create(ctx, testEvent("default", "before-halt"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Halt(); err != nil {
+	if err := stop(e); err != nil {
 		t.Fatal(err)
 	}
 	err = cs.CoreV1().RESTClient().Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).Error()
