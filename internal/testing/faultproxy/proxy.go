@@ -131,6 +131,9 @@ func New(backend string) (*Proxy, error) {
 		},
 		Transport:     p.tr,
 		FlushInterval: -1, // stream watches as they come
+		// Resets and lost answers break copies of bodies: expected, not
+		// worth a line on standard error.
+		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeStatus(w, r.Method, http.StatusBadGateway, 0,
 				fmt.Sprintf("faultproxy: backend unreachable: %v", err))

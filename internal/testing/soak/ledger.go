@@ -140,30 +140,13 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 				res.Problems = append(res.Problems, fmt.Sprintf("server event %s/%s (source %q, controller %q) sent by no recorder", ev.Namespace, ev.Name, ev.Source.Component, ev.ReportingController))
 				continue
 			}
-			stored := max(ev.Count, 1)
-			if inc.kind.api == eventsAPI {
-				stored = 1
-				if ev.Series != nil {
-					stored = max(ev.Series.Count, 1)
-				}
-			}
 			w := inc.events[ev.Namespace+"/"+ev.Name]
-			switch {
-			case w != nil && stored == w.acked:
-			case w != nil && stored > w.acked && w.uncertain[stored]:
+			lost, problem := checkStored(inc, &ev, w)
+			if lost {
 				res.LostAnswers++
-			default:
-				var acked int32
-				var unc []int32
-				if w != nil {
-					acked = w.acked
-					for c := range w.uncertain {
-						unc = append(unc, c)
-					}
-					sort.Slice(unc, func(i, j int) bool { return unc[i] < unc[j] })
-				}
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: event %s/%s (%s %s) stored with count %d, last acknowledged write %d (unacknowledged counts %v): off by %d",
-					inc.id, ev.Namespace, ev.Name, ev.InvolvedObject.Name, ev.Reason, stored, acked, unc, stored-acked))
+			}
+			if problem != "" {
+				res.Problems = append(res.Problems, problem)
 			}
 			if w != nil {
 				w.seen = true
@@ -187,6 +170,37 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 		res.Problems = append(res.Problems, fmt.Sprintf("heap in use reached %d MiB, limit %d MiB", res.PeakHeap>>20, s.cfg.HeapLimit>>20))
 	}
 	return res, nil
+}
+
+// checkStored checks one event the server holds against the bookkeeping
+// of the incarnation that sent it (w: what it knows of that event, nil if
+// nothing): its stored count must be the count of its last acknowledged
+// write, or above it the count of a write whose answer was lost (lost).
+func checkStored(inc *incarnation, ev *v1.Event, w *written) (lost bool, problem string) {
+	stored := max(ev.Count, 1)
+	if inc.kind.api == eventsAPI {
+		stored = 1
+		if ev.Series != nil {
+			stored = max(ev.Series.Count, 1)
+		}
+	}
+	switch {
+	case w != nil && stored == w.acked:
+		return false, ""
+	case w != nil && stored > w.acked && w.uncertain[stored]:
+		return true, ""
+	}
+	var acked int32
+	var unc []int32
+	if w != nil {
+		acked = w.acked
+		for c := range w.uncertain {
+			unc = append(unc, c)
+		}
+		sort.Slice(unc, func(i, j int) bool { return unc[i] < unc[j] })
+	}
+	return false, fmt.Sprintf("%s: event %s/%s (%s %s) stored with count %d, last acknowledged write %d (unacknowledged counts %v): off by %d",
+		inc.id, ev.Namespace, ev.Name, ev.InvolvedObject.Name, ev.Reason, stored, acked, unc, stored-acked)
 }
 
 // statsProblems checks one incarnation's final Stats against itself and

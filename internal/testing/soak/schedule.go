@@ -124,16 +124,19 @@ func Schedule(seed int64, d time.Duration, slots, namespaces int) []Fault {
 	for _, w := range weights {
 		total += w.w
 	}
-	n := max(6, int(d/(3*time.Second)))
-	for range n {
-		x := r.IntN(total)
-		var kind Kind
-		for _, w := range weights {
-			if x < w.w {
-				kind = w.kind
-				break
+	// Every kind once, then more drawn by weight: one fault every 3 s.
+	n := max(len(weights), int(d/(3*time.Second)))
+	for i := range n {
+		kind := weights[i%len(weights)].kind
+		if i >= len(weights) {
+			x := r.IntN(total)
+			for _, w := range weights {
+				if x < w.w {
+					kind = w.kind
+					break
+				}
+				x -= w.w
 			}
-			x -= w.w
 		}
 		f := Fault{At: at(), Kind: kind}
 		switch kind {
