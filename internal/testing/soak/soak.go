@@ -430,20 +430,29 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.addOp(inc.flushWithin(f.For))
 	case NamespaceDelete:
 		ns := s.ns[f.NS[0]]
-		s.mu.Lock()
-		s.deletedNS[ns] = true
-		s.mu.Unlock()
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := s.admin.CoreV1().Namespaces().Delete(dctx, ns, metav1.DeleteOptions{}); err != nil {
-			// The server may be down: the deletion is then a fault that did
-			// not happen, and its drops are not explained.
+		// The server may be down (killed): try until it answers, 60 s at
+		// most.
+		var err error
+		for range 120 {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = s.admin.CoreV1().Namespaces().Delete(dctx, ns, metav1.DeleteOptions{})
+			cancel()
+			if err == nil || !sleepCtx(ctx, 500*time.Millisecond) {
+				break
+			}
+		}
+		if err != nil {
 			s.mu.Lock()
-			delete(s.deletedNS, ns)
+			s.injected[f.Kind]--
 			s.mu.Unlock()
 			s.logf("soak: +%v deleting namespace %s: %v", s.since(), ns, err)
 			return
 		}
+		// Marked after the deletion: an event refused as in a terminating
+		// namespace was refused after it.
+		s.mu.Lock()
+		s.deletedNS[ns] = true
+		s.mu.Unlock()
 		s.logf("soak: +%v deleted namespace %s", s.since(), ns)
 	}
 }
