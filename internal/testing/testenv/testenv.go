@@ -490,9 +490,18 @@ func (e *Env) AllowRestrictedEvents(t testing.TB, namespace string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.allowEvents(ctx, namespace); err != nil {
-		t.Fatalf("testenv: allowing %s to write events in %s: %v", RestrictedUser, namespace, err)
+	if err := e.AllowRestrictedEventsContext(ctx, namespace); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// AllowRestrictedEventsContext is [Env.AllowRestrictedEvents] for code
+// without a testing.TB (a command such as the soak): it returns the error.
+func (e *Env) AllowRestrictedEventsContext(ctx context.Context, namespace string) error {
+	if err := e.allowEvents(ctx, namespace); err != nil {
+		return fmt.Errorf("testenv: allowing %s to write events in %s: %w", RestrictedUser, namespace, err)
+	}
+	return nil
 }
 
 // CreateNamespace creates a namespace named prefix plus a random suffix and
