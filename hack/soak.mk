@@ -2,8 +2,9 @@
 ## kube-apiserver of its own behind the fault proxy: recorders of both
 ## event APIs under a seeded schedule of faults (server killed and restarted,
 ## partitions, latency, resets, lost answers, a flapping webhook,
-## EventRateLimit, a namespace deleted, recorders restarted, short Flush and
-## Shutdown deadlines), then a ledger that balances to the event. SEED=n
+## EventRateLimit, priority-and-fairness saturation, a namespace deleted,
+## recorders restarted, short Flush and Shutdown deadlines), then a ledger
+## that balances to the event. SEED=n
 ## replays a run (default: a random seed, printed first); DURATION is the
 ## load's length (the settling comes on top). Exits 1 if the ledger is off.
 SEED ?= 0

@@ -37,6 +37,8 @@ type Result struct {
 	Coalesced int64
 	Dropped   map[string]int64 // by reason, the nonzero ones
 	Abandoned int64
+	// Retried writes, RateCuts of the adaptive write rate.
+	Retried, RateCuts int64
 	// ServerEvents is how many events the server held, LostAnswers how
 	// many of them hold a count above their last acknowledged write.
 	ServerEvents, LostAnswers int
@@ -80,8 +82,8 @@ func (r *Result) FaultLine() string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(parts)
-	return fmt.Sprintf("soak: faults injected: %s; server held %d events (%d with the count of a lost answer); peak heap %d MiB",
-		strings.Join(parts, ", "), r.ServerEvents, r.LostAnswers, r.PeakHeap>>20)
+	return fmt.Sprintf("soak: faults injected: %s; %d writes retried, %d rate cuts; server held %d events (%d with the count of a lost answer); peak heap %d MiB",
+		strings.Join(parts, ", "), r.Retried, r.RateCuts, r.ServerEvents, r.LostAnswers, r.PeakHeap>>20)
 }
 
 // explained are the drop reasons the schedule explains, and by what.
@@ -111,6 +113,8 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 		res.Written += st.Created + st.Patched
 		res.Coalesced += st.Coalesced
 		res.Abandoned += st.Abandoned
+		res.Retried += st.Retried
+		res.RateCuts += st.RateCuts
 		for reason, n := range st.Dropped.ByReason() {
 			if n == 0 {
 				continue

@@ -160,7 +160,7 @@ func TestScheduleReproducible(t *testing.T) {
 				t.Errorf("%v: fault at %v, outside the load", d, f.At)
 			}
 		}
-		for _, k := range []Kind{Kill, Partition, Lost, Webhook, Latency, Resets, Errors, SinkRestart, Flush, NamespaceDelete} {
+		for _, k := range []Kind{Kill, Partition, Lost, Webhook, Latency, Resets, Errors, SinkRestart, Flush, Saturate, NamespaceDelete} {
 			if !kinds[k] {
 				t.Errorf("%v: no %s in the schedule", d, k)
 			}

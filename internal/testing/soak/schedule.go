@@ -37,6 +37,9 @@ const (
 	SinkRestart Kind = "sink-restart"
 	// Flush: the recorder of slot Slot is flushed within For.
 	Flush Kind = "flush"
+	// Saturate: a load generator of N workers saturates the recorders'
+	// priority level (API priority and fairness) for For.
+	Saturate Kind = "apf-saturation"
 	// NamespaceDelete: namespace NS is deleted (its events then refused).
 	NamespaceDelete Kind = "namespace-delete"
 )
@@ -63,6 +66,8 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case Kill, Partition:
 		fmt.Fprintf(&b, " for %v", f.For.Round(100*time.Millisecond))
+	case Saturate:
+		fmt.Fprintf(&b, " %d workers for %v", f.N, f.For.Round(100*time.Millisecond))
 	case Lost:
 		fmt.Fprintf(&b, " next %d writes", f.N)
 	case Webhook:
@@ -89,7 +94,7 @@ var weights = []struct {
 	kind Kind
 	w    int
 }{
-	{Partition, 3}, {Lost, 3}, {Webhook, 3}, {Latency, 2}, {Resets, 2}, {Errors, 2}, {SinkRestart, 2}, {Flush, 2},
+	{Partition, 3}, {Lost, 3}, {Webhook, 3}, {Latency, 2}, {Resets, 2}, {Errors, 2}, {SinkRestart, 2}, {Flush, 2}, {Saturate, 2},
 }
 
 // Schedule returns the fault schedule of seed for a load of duration d,
@@ -158,6 +163,9 @@ func Schedule(seed int64, d time.Duration, slots, namespaces int) []Fault {
 			f.N = 5 + r.IntN(40)
 			f.Code = []int{500, 503, 429}[r.IntN(3)]
 			f.RetryAfter = r.IntN(2) == 0
+		case Saturate:
+			f.For = between(2*time.Second, 10*time.Second)
+			f.N = 16 + r.IntN(33)
 		case SinkRestart:
 			f.Slot = r.IntN(slots)
 			f.For = between(100*time.Millisecond, 3*time.Second)

@@ -11,8 +11,9 @@
 // namespaces, at a steady rate. Meanwhile a schedule of faults drawn from a
 // seed ([Schedule]) kills and restarts the server, cuts the network, adds
 // latency and resets, loses answers after the server stored the write,
-// fails namespaces in the webhook, deletes a namespace, restarts recorders
-// and flushes them with short deadlines. Then it lets everything settle and
+// fails namespaces in the webhook, saturates the recorders' priority level
+// (API priority and fairness) from a load generator, deletes a namespace,
+// restarts recorders and flushes them with short deadlines. Then it lets everything settle and
 // checks the ledger (see [Result]).
 //
 // `make soak` runs it (internal/cmd/soak); a short run is part of
@@ -88,15 +89,18 @@ const (
 
 // soak is one run.
 type soak struct {
-	cfg    Config
-	out    io.Writer
-	env    *testenv.Env
-	proxy  *faultproxy.Proxy
-	hook   *webhook
-	admin  kubernetes.Interface
-	client *rest.Config // through the proxy
-	ns     []string
-	start  time.Time
+	cfg   Config
+	out   io.Writer
+	env   *testenv.Env
+	proxy *faultproxy.Proxy
+	hook  *webhook
+	admin kubernetes.Interface
+	// restricted is the recorders' user, straight to the server (the load
+	// generator's client).
+	restricted kubernetes.Interface
+	client     *rest.Config // the recorders': the restricted user through the proxy
+	ns         []string
+	start      time.Time
 
 	mu        sync.Mutex
 	slots     []*slot
@@ -170,14 +174,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (s *soak) run(ctx context.Context) (*Result, error) {
 	sched := Schedule(s.cfg.Seed, s.cfg.Duration, len(slotKinds), s.cfg.Namespaces)
 	s.logf("soak: seed %d, load %v, %.0f events/s, %d recorders (%s), %d namespaces", s.cfg.Seed, s.cfg.Duration, s.cfg.Rate, len(slotKinds), kindsString(), s.cfg.Namespaces)
-	s.logf("soak: schedule (%d faults; EventRateLimit SourceAndObject 2/s burst 10 throughout):", len(sched))
+	s.logf("soak: schedule (%d faults; EventRateLimit SourceAndObject 2/s burst 10 and priority and fairness throughout):", len(sched))
 	for _, f := range sched {
 		s.logf("soak:   %v", f)
 	}
 
 	var err error
 	begin := time.Now()
-	s.env, err = testenv.Start(ctx, testenv.Options{AdmissionConfig: eventRateLimit})
+	s.env, err = testenv.Start(ctx, testenv.Options{AdmissionConfig: eventRateLimit, ExtraArgs: apfArgs})
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +206,19 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("soak: creating namespace: %w", err)
 		}
 		s.ns = append(s.ns, ns.Name)
+		if err := s.env.AllowRestrictedEventsContext(ctx, ns.Name); err != nil {
+			return nil, err
+		}
 	}
-	s.client = s.proxy.Config(s.env.Admin)
+	if err := setupAPF(ctx, s.admin); err != nil {
+		return nil, err
+	}
+	if s.restricted, err = kubernetes.NewForConfig(s.env.Restricted); err != nil {
+		return nil, err
+	}
+	// The recorders write as the restricted user: the admin is exempt from
+	// priority and fairness.
+	s.client = s.proxy.Config(s.env.Restricted)
 	for i, k := range slotKinds {
 		sl := &slot{idx: i, kind: k}
 		inc, err := newIncarnation(fmt.Sprintf("s%d.0", i), k, s.client, s.cfg.Logger)
@@ -428,6 +443,10 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		inc := sl.cur
 		sl.mu.RUnlock()
 		s.addOp(inc.flushWithin(f.For))
+	case Saturate:
+		begin := time.Now()
+		n, rejected := saturate(ctx, s.restricted, s.ns[0], f.For, f.N)
+		s.logf("soak: +%v priority and fairness saturated for %v: %d requests, %d answered 429", s.since(), time.Since(begin).Round(100*time.Millisecond), n, rejected)
 	case NamespaceDelete:
 		ns := s.ns[f.NS[0]]
 		// The server may be down (killed): try until it answers, 60 s at
