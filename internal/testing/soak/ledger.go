@@ -121,7 +121,7 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 			}
 			res.Dropped[reason] += n
 			if !explained[reason] {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: %d dropped as %s, which no fault of the schedule explains", inc.id, n, reason))
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: %d dropped as %s, which no fault of the schedule explains (refusals seen: %v)", inc.id, n, reason, inc.refusals))
 			}
 		}
 		res.Problems = append(res.Problems, inc.anomalies...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -86,6 +87,9 @@ type incarnation struct {
 	events map[string]*written // by namespace/name
 	done   bool                // shut down
 	final  record.Stats        // Stats after Shutdown
+	// refusals: the first message of each reason of the server's (or
+	// the proxy's) refusals, for the report.
+	refusals map[string]string
 	// anomalies are what the bookkeeping saw that must never happen.
 	anomalies []string
 }
@@ -102,6 +106,14 @@ func (inc *incarnation) entry(ns, name string) *written {
 
 // sent is told of every request the engine made.
 func (inc *incarnation) sent(ns, name string, count int32, err error) {
+	if st, ok := err.(apierrors.APIStatus); ok {
+		inc.mu.Lock()
+		reason := string(st.Status().Reason)
+		if _, seen := inc.refusals[reason]; !seen {
+			inc.refusals[reason] = fmt.Sprintf("%s (%s/%s at %s)", st.Status().Message, ns, name, time.Now().Format("15:04:05.000"))
+		}
+		inc.mu.Unlock()
+	}
 	if name == "" || !uncertain(err) {
 		return
 	}
@@ -138,7 +150,7 @@ func (inc *incarnation) onWritten(_ string, sent, stored *v1.Event) {
 // newIncarnation starts a broadcaster of kind with its own sink over cfg
 // (the fault proxy's config) and a recorder.
 func newIncarnation(id string, kind slotKind, cfg *rest.Config, logger klog.Logger) (*incarnation, error) {
-	inc := &incarnation{id: id, kind: kind, events: map[string]*written{}}
+	inc := &incarnation{id: id, kind: kind, events: map[string]*written{}, refusals: map[string]string{}}
 	opts := sink.Options{OnWritten: inc.onWritten}
 	bopts := []record.BroadcasterOption{record.WithLogger(logger.WithValues("recorder", id)), record.WithSinkOptions(opts)}
 	var cs kubernetes.Interface

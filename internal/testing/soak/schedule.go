@@ -14,7 +14,7 @@ type Kind string
 // The fault kinds, most valuable first.
 const (
 	// Kill: the API server is killed (SIGKILL) and restarted on its data
-	// after For.
+	// after For; the proxy is dark until it is ready again.
 	Kill Kind = "kill"
 	// Partition: the fault proxy goes dark for For (connections reset).
 	Partition Kind = "partition"

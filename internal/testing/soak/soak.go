@@ -111,7 +111,9 @@ type soak struct {
 	problems  []string
 	peakHeap  uint64
 	serverUp  bool
-	serverMu  sync.Mutex // one kill at a time
+	// darkHolders: the faults keeping the proxy dark.
+	darkHolders int
+	serverMu    sync.Mutex // one kill at a time
 }
 
 // slot is a recorder slot: one incarnation at a time.
@@ -370,6 +372,12 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 	case Kill:
 		s.serverMu.Lock()
 		defer s.serverMu.Unlock()
+		// The proxy is a load balancer too: it sends nothing to a server
+		// that is not ready. (A starting kube-apiserver serves before its
+		// RBAC authorizer has synced, and answers Forbidden meanwhile, which
+		// herald, as client-go, takes for a permanent refusal.)
+		s.darken()
+		defer s.lighten()
 		s.env.Kill()
 		s.setServerUp(false)
 		s.logf("soak: +%v killed the kube-apiserver (SIGKILL)", s.since())
@@ -382,8 +390,9 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.setServerUp(true)
 		s.logf("soak: +%v kube-apiserver restarted on its data (ready in %v)", s.since(), time.Since(begin).Round(time.Millisecond))
 	case Partition:
-		s.proxy.GoDark(f.For)
+		s.darken()
 		sleepCtx(ctx, f.For)
+		s.lighten()
 	case Lost:
 		s.proxy.LoseAnswers(events, f.N)
 	case Webhook:
@@ -473,6 +482,24 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.deletedNS[ns] = true
 		s.mu.Unlock()
 		s.logf("soak: +%v deleted namespace %s", s.since(), ns)
+	}
+}
+
+// darken and lighten count the faults that keep the proxy dark: it is dark
+// while one does.
+func (s *soak) darken() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.darkHolders++; s.darkHolders == 1 {
+		s.proxy.Dark()
+	}
+}
+
+func (s *soak) lighten() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.darkHolders--; s.darkHolders == 0 {
+		s.proxy.Light()
 	}
 }
 
