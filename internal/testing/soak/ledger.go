@@ -23,7 +23,9 @@ import (
 // acknowledged write of each server event add up to what Stats count as
 // written (Created + Patched + Coalesced), more only by occurrences that
 // Stats count as dropped and a later write of the same series carried;
-// every drop has a reason the schedule explains. For every event the server
+// every drop has a reason the schedule explains, and events are abandoned
+// only by the Shutdown of a recorder the schedule restarts (a short
+// deadline). For every event the server
 // holds: a recorder sent it, and its stored count (count; the series count
 // for events.k8s.io/v1) is the count of its last acknowledged write, or,
 // above it, the count of a write whose answer was lost. Every Flush and
@@ -123,6 +125,9 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 			if !explained[reason] {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: %d dropped as %s, which no fault of the schedule explains (refusals seen: %v)", inc.id, n, reason, inc.refusals))
 			}
+		}
+		if st.Abandoned > 0 && !inc.restarted {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: %d events abandoned at its final Shutdown (%v), with every fault over", inc.id, st.Abandoned, settleShutdown))
 		}
 		res.Problems = append(res.Problems, inc.anomalies...)
 		res.Problems = append(res.Problems, statsProblems(inc)...)

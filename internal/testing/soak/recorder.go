@@ -86,7 +86,10 @@ type incarnation struct {
 	mu     sync.Mutex
 	events map[string]*written // by namespace/name
 	done   bool                // shut down
-	final  record.Stats        // Stats after Shutdown
+	// restarted: the schedule shut it down (a sink restart, with a short
+	// deadline), which explains events abandoned.
+	restarted bool
+	final     record.Stats // Stats after Shutdown
 	// refusals: the first message of each reason of the server's (or
 	// the proxy's) refusals, for the report.
 	refusals map[string]string

@@ -269,8 +269,12 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			inc := sl.cur
-			s.addOp(inc.flushWithin(settleFlush))
-			s.addOp(inc.stop(settleShutdown))
+			for _, op := range []timedOp{inc.flushWithin(settleFlush), inc.stop(settleShutdown)} {
+				if op.err != nil {
+					s.problem("%s with every fault over: %v", op.what, op.err)
+				}
+				s.addOp(op)
+			}
 		}()
 	}
 	wg.Wait()
@@ -440,6 +444,7 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 			return
 		}
 		old := sl.cur
+		old.restarted = true // read after its Shutdown only
 		sl.cur = next
 		sl.mu.Unlock()
 		s.mu.Lock()
