@@ -67,18 +67,7 @@ type Config struct {
 
 // eventRateLimit: EventRateLimit per event source and involved object, so
 // that the bursts about one object meet 429s.
-const eventRateLimit = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.k8s.io/v1alpha1
-    kind: Configuration
-    limits:
-    - type: SourceAndObject
-      qps: 2
-      burst: 10
-`
+var eventRateLimit = testenv.EventRateLimitConfig("SourceAndObject", 2, 10)
 
 // settleFlush bounds the final Flush of each recorder, settleShutdown its
 // Shutdown, once every fault is over.

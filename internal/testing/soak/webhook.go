@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/heraldk8s/herald/internal/testing/testenv"
 )
 
 // webhookLabel marks the soak's namespaces: the webhook sees the event
@@ -83,30 +84,8 @@ func (w *webhook) failing() []string {
 // register creates the webhook's configuration in the server.
 func (w *webhook) register(ctx context.Context, admin kubernetes.Interface) error {
 	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.srv.Certificate().Raw})
-	url := w.srv.URL + "/validate"
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-	rule := func(group string) admissionregistrationv1.RuleWithOperations {
-		return admissionregistrationv1.RuleWithOperations{
-			Operations: ops,
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{"events"}},
-		}
-	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "herald-soak"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "events.soak.herald.example.com",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{rule(""), rule("events.k8s.io")},
-			FailurePolicy:           &fail,
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}},
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
+	vwc := testenv.EventsWebhook(metav1.ObjectMeta{Name: "herald-soak"}, "events.soak.herald.example.com",
+		w.srv.URL+"/validate", caBundle, map[string]string{webhookLabel: "on"})
 	_, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{})
 	return err
 }

@@ -304,19 +304,8 @@ func TestSecondServerWithEventRateLimit(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	e, err := Start(ctx, Options{
-		Logf: t.Logf,
-		AdmissionConfig: `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.k8s.io/v1alpha1
-    kind: Configuration
-    limits:
-    - type: Server
-      qps: 1
-      burst: 3
-`,
+		Logf:            t.Logf,
+		AdmissionConfig: EventRateLimitConfig("Server", 1, 3),
 	})
 	if err != nil {
 		t.Fatal(err)
