@@ -560,8 +560,17 @@ func (s *soak) progressLoop(stop chan struct{}) {
 		up := s.serverUp
 		s.mu.Unlock()
 		var rec, wr, co, dr, ab, pend int64
+		var rate float64
+		states := map[string]int{}
 		for _, inc := range incs {
 			st := inc.stats()
+			inc.mu.Lock()
+			live := !inc.done
+			inc.mu.Unlock()
+			if live {
+				rate += st.WriteRate
+				states[st.Server.String()]++
+			}
 			rec += st.Recorded
 			wr += st.Created + st.Patched
 			co += st.Coalesced
@@ -583,7 +592,12 @@ func (s *soak) progressLoop(stop chan struct{}) {
 		if len(faults) == 0 {
 			faults = append(faults, "-")
 		}
-		s.logf("soak: +%v recorded %d, written %d, coalesced %d, dropped %d, abandoned %d, waiting %d | %s | heap %d MiB, %d goroutines",
-			s.since(), rec, wr, co, dr, ab, pend, strings.Join(faults, "; "), heap>>20, runtime.NumGoroutine())
+		var st []string
+		for k, n := range states {
+			st = append(st, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(st)
+		s.logf("soak: +%v recorded %d, written %d, coalesced %d, dropped %d, abandoned %d, waiting %d; write rate %.0f/s, engines %s | %s | heap %d MiB, %d goroutines",
+			s.since(), rec, wr, co, dr, ab, pend, rate, strings.Join(st, ", "), strings.Join(faults, "; "), heap>>20, runtime.NumGoroutine())
 	}
 }
