@@ -100,6 +100,7 @@ type soak struct {
 	problems  []string
 	peakHeap  uint64
 	serverUp  bool
+	upSince   time.Time // when the server last became ready
 	// darkHolders: the faults keeping the proxy dark.
 	darkHolders int
 	serverMu    sync.Mutex // one kill at a time
@@ -176,7 +177,7 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.serverUp = true
+	s.setServerUp(true)
 	defer s.env.Stop()
 	s.logf("soak: kube-apiserver ready in %v", time.Since(begin).Round(time.Millisecond))
 	if s.proxy, err = faultproxy.New(s.env.URL); err != nil {
@@ -363,8 +364,22 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 	events := faultproxy.Match{PathContains: "/events"}
 	switch f.Kind {
 	case Kill:
-		s.serverMu.Lock()
+		// A kill while the server is still restarting, or within
+		// minUp of its return, is skipped: on a slow machine (a restart
+		// takes 10-40 s there) kills would follow each other and keep the
+		// server down for good.
+		if !s.serverMu.TryLock() {
+			s.skip(f, "the server is restarting")
+			return
+		}
 		defer s.serverMu.Unlock()
+		s.mu.Lock()
+		up := time.Since(s.upSince)
+		s.mu.Unlock()
+		if up < minUp {
+			s.skip(f, fmt.Sprintf("the server is back for %v only", up.Round(100*time.Millisecond)))
+			return
+		}
 		// The proxy is a load balancer too: it sends nothing to a server
 		// that is not ready. (A starting kube-apiserver serves before its
 		// RBAC authorizer has synced, and answers Forbidden meanwhile, which
@@ -500,7 +515,22 @@ func (s *soak) lighten() {
 func (s *soak) setServerUp(up bool) {
 	s.mu.Lock()
 	s.serverUp = up
+	if up {
+		s.upSince = time.Now()
+	}
 	s.mu.Unlock()
+}
+
+// minUp is how long a server must have been back before it is killed
+// again.
+const minUp = 15 * time.Second
+
+// skip logs a fault not injected and takes it off the count.
+func (s *soak) skip(f Fault, why string) {
+	s.mu.Lock()
+	s.injected[f.Kind]--
+	s.mu.Unlock()
+	s.logf("soak: +%v %s skipped: %s", s.since(), f.Kind, why)
 }
 
 // ensureServer makes sure the server runs (a kill's restart may have failed).
