@@ -1,6 +1,6 @@
 // Package faultproxy is a loopback proxy that sits between a client-go client
 // and a real kube-apiserver and injects the faults of a real network: added
-// latency, reset connections, 500/503/429 answers with Retry-After, and
+// latency, reset connections, lost answers, 500/503/429 answers with Retry-After, and
 // outages. It is meant for herald's integration tests only.
 //
 // # Design
@@ -31,6 +31,9 @@
 //   - [Proxy.FailWith] / [Proxy.FailMatching] answer the next n (matching)
 //     requests with a status code and a metav1.Status JSON body, which
 //     client-go turns into an *errors.StatusError with that code.
+//   - [Proxy.LoseAnswers] forwards the next n (matching) requests and resets
+//     the client's connection instead of passing the answer on: a write the
+//     server stored whose answer the client never sees.
 //   - [Proxy.GoDark], [Proxy.Dark] and [Proxy.Light] model an outage.
 //
 // # Client-go's own retries

@@ -42,6 +42,7 @@ type ruleKind int
 const (
 	ruleReset ruleKind = iota
 	ruleFail
+	ruleLose
 )
 
 // rule is one queued fault.
@@ -83,6 +84,7 @@ type Proxy struct {
 	forwarded     map[countKey]int
 	injectedFails int
 	injectedReset int
+	injectedLost  int
 }
 
 // New starts a proxy on a free 127.0.0.1 port that forwards to backend, an
@@ -129,6 +131,9 @@ func New(backend string) (*Proxy, error) {
 		},
 		Transport:     p.tr,
 		FlushInterval: -1, // stream watches as they come
+		// Resets and lost answers break copies of bodies: expected, not
+		// worth a line on standard error.
+		ErrorLog: log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			writeStatus(w, r.Method, http.StatusBadGateway, 0,
 				fmt.Sprintf("faultproxy: backend unreachable: %v", err))
@@ -228,6 +233,16 @@ func (p *Proxy) FailWith(status int, retryAfter time.Duration, n int) {
 // FailMatching is [Proxy.FailWith] for requests selected by m only.
 func (p *Proxy) FailMatching(m Match, status int, retryAfter time.Duration, n int) {
 	p.addRule(&rule{kind: ruleFail, match: m, status: status, retryAfter: retryAfter, left: n})
+}
+
+// LoseAnswers forwards the next n requests selected by m to the API server
+// and then, instead of the server's answer, resets the client's connection:
+// the server has done what was asked (stored the event, for a write) but the
+// client sees a transport error, as when a connection breaks after the
+// request arrived. A negative n loses every selected answer until
+// [Proxy.ClearFaults].
+func (p *Proxy) LoseAnswers(m Match, n int) {
+	p.addRule(&rule{kind: ruleLose, match: m, left: n})
 }
 
 func (p *Proxy) addRule(r *rule) {
@@ -346,16 +361,25 @@ func (p *Proxy) Injected() (failures, resets int) {
 	return p.injectedFails, p.injectedReset
 }
 
+// Lost returns how many answers [Proxy.LoseAnswers] took from their
+// clients (each request reached the server).
+func (p *Proxy) Lost() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.injectedLost
+}
+
 // Refused returns how many connections were reset on accept while dark.
 func (p *Proxy) Refused() int { return p.ln.refusedCount() }
 
-// ResetCounters zeroes the counters of Requests, Forwarded and Injected.
+// ResetCounters zeroes the counters of Requests, Forwarded, Injected and
+// Lost.
 // Refused is not reset.
 func (p *Proxy) ResetCounters() {
 	p.mu.Lock()
 	p.received = make(map[countKey]int)
 	p.forwarded = make(map[countKey]int)
-	p.injectedFails, p.injectedReset = 0, 0
+	p.injectedFails, p.injectedReset, p.injectedLost = 0, 0, 0
 	p.mu.Unlock()
 }
 
@@ -389,6 +413,7 @@ func (p *Proxy) Close() error {
 // decision is what serveHTTP does with a request.
 type decision struct {
 	reset bool
+	lose  bool
 	fail  *rule
 }
 
@@ -424,6 +449,12 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	d := p.decide(key)
 	switch {
 	case d.reset:
+		resetRequest(w)
+	case d.lose:
+		p.mu.Lock()
+		p.forwarded[key]++
+		p.mu.Unlock()
+		p.rp.ServeHTTP(&discardWriter{header: http.Header{}}, r)
 		resetRequest(w)
 	case d.fail != nil:
 		secs := 0
@@ -469,9 +500,13 @@ func (p *Proxy) decide(key countKey) decision {
 				p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
 			}
 		}
-		if ru.kind == ruleReset {
+		switch ru.kind {
+		case ruleReset:
 			p.injectedReset++
 			return decision{reset: true}
+		case ruleLose:
+			p.injectedLost++
+			return decision{lose: true}
 		}
 		p.injectedFails++
 		return decision{fail: ru}
@@ -482,6 +517,15 @@ func (p *Proxy) decide(key countKey) decision {
 	}
 	return decision{}
 }
+
+// discardWriter is the ResponseWriter of a request whose answer is lost: it
+// takes the server's answer and keeps nothing.
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}
 
 // resetRequest drops the request's connection with a TCP RST.
 func resetRequest(w http.ResponseWriter) {

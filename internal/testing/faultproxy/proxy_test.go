@@ -475,3 +475,33 @@ func TestNewRejectsBadBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestLoseAnswers: the request reaches the backend (which answers 201), but
+// the client sees a transport error, not the answer; the rule is then used
+// up.
+func TestLoseAnswers(t *testing.T) {
+	p, cs := setup(t)
+	ctx := context.Background()
+
+	p.LoseAnswers(Match{Method: "POST", PathContains: "/events"}, 1)
+	err := createEvent(ctx, cs, "lost")
+	if err == nil {
+		t.Fatal("create with a lost answer: no error")
+	}
+	if _, ok := err.(apierrors.APIStatus); ok {
+		t.Fatalf("create with a lost answer: got API status %v, want a transport error", err)
+	}
+	if got := p.Forwarded("POST", "/events"); got != 1 {
+		t.Errorf("POST forwarded = %d, want 1 (the backend got the write)", got)
+	}
+	if got := p.Lost(); got != 1 {
+		t.Errorf("Lost() = %d, want 1", got)
+	}
+	if err := createEvent(ctx, cs, "kept"); err != nil {
+		t.Fatalf("create after the rule was used: %v", err)
+	}
+	p.ResetCounters()
+	if got := p.Lost(); got != 0 {
+		t.Errorf("Lost() after ResetCounters = %d", got)
+	}
+}

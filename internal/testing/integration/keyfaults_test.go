@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -432,30 +431,8 @@ func kfFailingWebhook(t *testing.T, admin kubernetes.Interface, label, value str
 	}))
 	t.Cleanup(srv.Close)
 	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	url := srv.URL + "/validate"
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-	rule := func(group string) admissionregistrationv1.RuleWithOperations {
-		return admissionregistrationv1.RuleWithOperations{
-			Operations: ops,
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{"events"}},
-		}
-	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "herald-it-failing-"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "events.policy.herald-it.example.com",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{rule(""), rule("events.k8s.io")},
-			FailurePolicy:           &fail,
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{label: value}},
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		}},
-	}
+	vwc := testenv.EventsWebhook(metav1.ObjectMeta{GenerateName: "herald-it-failing-"}, "events.policy.herald-it.example.com",
+		srv.URL+"/validate", caBundle, map[string]string{label: value})
 	ctx := context.Background()
 	created, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{})
 	if err != nil {
@@ -535,18 +512,7 @@ func TestKeyFaultWebhookEventsV1(t *testing.T) {
 
 // kfEventRateLimitConfig enables EventRateLimit with a limit per event
 // source and involved object: 1 event/s, a burst of 3.
-const kfEventRateLimitConfig = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.k8s.io/v1alpha1
-    kind: Configuration
-    limits:
-    - type: SourceAndObject
-      qps: 1
-      burst: 3
-`
+var kfEventRateLimitConfig = testenv.EventRateLimitConfig("SourceAndObject", 1, 3)
 
 // TestKeyFaultEventRateLimit starts a server of its own with the
 // EventRateLimit admission plugin (it limits every event of the server),

@@ -315,7 +315,13 @@ func (e *Env) Halt() error {
 	return nil
 }
 
-// Restart starts the server halted by [Env.Halt] again, with the same
+// Kill stops the server process at once (SIGKILL, no grace: etcd and the
+// API server get no chance to finish anything) but keeps its data, its
+// certificates and its port, as [Env.Halt] does, so that [Env.Restart] can
+// start it again on the same data, as after a crash.
+func (e *Env) Kill() { e.kill() }
+
+// Restart starts the server halted by [Env.Halt] or [Env.Kill] again, with the same
 // command line (port, data, certificates), and returns once it is ready.
 func (e *Env) Restart(ctx context.Context) error {
 	if err := e.run(ctx); err != nil {
@@ -484,9 +490,18 @@ func (e *Env) AllowRestrictedEvents(t testing.TB, namespace string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.allowEvents(ctx, namespace); err != nil {
-		t.Fatalf("testenv: allowing %s to write events in %s: %v", RestrictedUser, namespace, err)
+	if err := e.AllowRestrictedEventsContext(ctx, namespace); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// AllowRestrictedEventsContext is [Env.AllowRestrictedEvents] for code
+// without a testing.TB (a command such as the soak): it returns the error.
+func (e *Env) AllowRestrictedEventsContext(ctx context.Context, namespace string) error {
+	if err := e.allowEvents(ctx, namespace); err != nil {
+		return fmt.Errorf("testenv: allowing %s to write events in %s: %w", RestrictedUser, namespace, err)
+	}
+	return nil
 }
 
 // CreateNamespace creates a namespace named prefix plus a random suffix and

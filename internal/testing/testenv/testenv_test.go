@@ -304,19 +304,8 @@ func TestSecondServerWithEventRateLimit(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	e, err := Start(ctx, Options{
-		Logf: t.Logf,
-		AdmissionConfig: `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: EventRateLimit
-  configuration:
-    apiVersion: eventratelimit.admission.k8s.io/v1alpha1
-    kind: Configuration
-    limits:
-    - type: Server
-      qps: 1
-      burst: 3
-`,
+		Logf:            t.Logf,
+		AdmissionConfig: EventRateLimitConfig("Server", 1, 3),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +377,16 @@ plugins:
 // TestHaltRestartKeepsData halts a server of its own, checks that clients
 // are refused meanwhile, restarts it and finds what was written before.
 func TestHaltRestartKeepsData(t *testing.T) {
+	stopRestart(t, func(e *Env) error { return e.Halt() })
+}
+
+// TestKillRestartKeepsData is TestHaltRestartKeepsData with the server
+// killed (SIGKILL) instead: what it acknowledged survives the crash.
+func TestKillRestartKeepsData(t *testing.T) {
+	stopRestart(t, func(e *Env) error { e.Kill(); return nil })
+}
+
+func stopRestart(t *testing.T, stop func(*Env) error) {
 	ctx := context.Background()
 	e, err := Start(ctx, Options{Logf: t.Logf})
 	if err != nil {
@@ -398,7 +397,7 @@ func TestHaltRestartKeepsData(t *testing.T) {
 	if _, err := cs.CoreV1().Events("default").Create(ctx, testEvent("default", "before-halt"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Halt(); err != nil {
+	if err := stop(e); err != nil {
 		t.Fatal(err)
 	}
 	err = cs.CoreV1().RESTClient().Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).Error()

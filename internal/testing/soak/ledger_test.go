@@ -1,0 +1,169 @@
+package soak
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// The ledger's checks on their own, without a server: each must flag what
+// is off, and only that.
+
+func TestCheckStored(t *testing.T) {
+	core := &incarnation{id: "s0.0", kind: slotKind{api: coreAPI}}
+	ev := func(count int32) *v1.Event {
+		e := &v1.Event{Count: count}
+		e.Namespace, e.Name = "ns", "e1"
+		return e
+	}
+	for _, c := range []struct {
+		name      string
+		ev        *v1.Event
+		w         *written
+		wantLost  bool
+		wantOffBy string
+	}{
+		{"acknowledged count", ev(3), &written{acked: 3}, false, ""},
+		{"lost answer above it", ev(5), &written{acked: 3, uncertain: map[int32]bool{5: true}}, true, ""},
+		{"more than any write", ev(6), &written{acked: 3, uncertain: map[int32]bool{5: true}}, false, "off by 3"},
+		{"less than acknowledged", ev(2), &written{acked: 3, uncertain: map[int32]bool{2: true}}, false, "off by -1"},
+		{"never acknowledged nor sent", ev(1), nil, false, "off by 1"},
+		{"only a lost create", ev(1), &written{uncertain: map[int32]bool{1: true}}, true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lost, problem := checkStored(core, c.ev, c.w)
+			if lost != c.wantLost || (c.wantOffBy == "") != (problem == "") || !strings.Contains(problem, c.wantOffBy) {
+				t.Errorf("checkStored = %v, %q; want lost %v, problem with %q", lost, problem, c.wantLost, c.wantOffBy)
+			}
+		})
+	}
+
+	// events.k8s.io/v1: the series count, 1 without a series.
+	ev1 := &incarnation{id: "s2.0", kind: slotKind{api: eventsAPI}}
+	e := ev(7) // a core/v1 count the events API does not keep
+	if _, p := checkStored(ev1, e, &written{acked: 1}); p != "" {
+		t.Errorf("events.k8s.io/v1 event without a series: %s", p)
+	}
+	e.Series = &v1.EventSeries{Count: 4}
+	if _, p := checkStored(ev1, e, &written{acked: 4}); p != "" {
+		t.Errorf("events.k8s.io/v1 series of 4: %s", p)
+	}
+	if _, p := checkStored(ev1, e, &written{acked: 3}); p == "" {
+		t.Error("events.k8s.io/v1 series of 4 acknowledged at 3: no problem found")
+	}
+}
+
+func TestStatsProblems(t *testing.T) {
+	settled := func() *incarnation {
+		inc := &incarnation{id: "s0.0", done: true, events: map[string]*written{
+			"ns/a": {acked: 3}, "ns/b": {acked: 1},
+		}}
+		inc.recorded.Store(6)
+		inc.final = record.Stats{Recorded: 6, Broadcast: 6, Offered: 6, Filtered: 1,
+			Stats: sink.Stats{Created: 2, Patched: 1, Coalesced: 1, Dropped: sink.Drops{RetriesExhausted: 1}}}
+		return inc
+	}
+	if p := statsProblems(settled()); len(p) != 0 {
+		t.Fatalf("a balanced incarnation: %v", p)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*incarnation)
+		want   string
+	}{
+		{"an event in no bucket", func(inc *incarnation) { inc.final.Filtered = 0 }, "in no Stats bucket"},
+		{"recorded differs", func(inc *incarnation) { inc.recorded.Store(7) }, "off by -1"},
+		{"acknowledged less than written", func(inc *incarnation) { inc.events["ns/a"].acked = 2 }, "1 short"},
+		{"acknowledged more than written and dropped", func(inc *incarnation) { inc.events["ns/a"].acked = 5 }, "1 too many"},
+		{"still pending", func(inc *incarnation) { inc.final.Pending = 1; inc.final.Dropped.RetriesExhausted = 0 }, "pending 1"},
+		{"not shut down", func(inc *incarnation) { inc.done = false }, "never shut down"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inc := settled()
+			c.change(inc)
+			p := statsProblems(inc)
+			if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, c.want) }) {
+				t.Errorf("problems %v, want one with %q", p, c.want)
+			}
+		})
+	}
+	// A dropped series whose later write carried the dropped occurrence:
+	// the acknowledged counts exceed what Stats count as written by at
+	// most the drops.
+	inc := settled()
+	inc.events["ns/a"].acked = 4
+	if p := statsProblems(inc); len(p) != 0 {
+		t.Errorf("one dropped occurrence carried by a later write: %v", p)
+	}
+}
+
+func TestUncertain(t *testing.T) {
+	gr := schema.GroupResource{Resource: "events"}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("connection reset by peer"), true},
+		{apierrors.NewAlreadyExists(gr, "e"), false},
+		{apierrors.NewForbidden(gr, "e", errors.New("namespace is being terminated")), false},
+		{apierrors.NewInternalError(errors.New("failed calling webhook \"x\": 500")), false},
+		{apierrors.NewInternalError(errors.New("faultproxy: injected 500")), false},
+		{apierrors.NewTimeoutError("the server took too long", 1), true},
+		{apierrors.NewServiceUnavailable("etcd is down"), true},
+	} {
+		if got := uncertain(c.err); got != c.want {
+			t.Errorf("uncertain(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestPatchCount(t *testing.T) {
+	for data, want := range map[string]int32{
+		`{"count":4,"lastTimestamp":"2026-01-01T00:00:00Z","message":"m"}`:        4,
+		`{"series":{"count":7,"lastObservedTime":"2026-01-01T00:00:00.000000Z"}}`: 7,
+		`{"message":"m"}`: 0,
+		`not json`:        0,
+	} {
+		if got := patchCount([]byte(data)); got != want {
+			t.Errorf("patchCount(%s) = %d, want %d", data, got, want)
+		}
+	}
+}
+
+// TestScheduleReproducible: a seed gives the same schedule every time,
+// another seed another one, and a load of 30 s or more gets every kind.
+func TestScheduleReproducible(t *testing.T) {
+	a := Schedule(42, time.Minute, 6, 4)
+	b := Schedule(42, time.Minute, 6, 4)
+	if !slices.EqualFunc(a, b, func(x, y Fault) bool { return x.String() == y.String() }) {
+		t.Fatalf("seed 42 gave two schedules:\n%v\n%v", a, b)
+	}
+	c := Schedule(43, time.Minute, 6, 4)
+	if slices.EqualFunc(a, c, func(x, y Fault) bool { return x.String() == y.String() }) {
+		t.Fatalf("seeds 42 and 43 gave the same schedule")
+	}
+	for _, d := range []time.Duration{30 * time.Second, 2 * time.Minute} {
+		kinds := map[Kind]bool{}
+		for _, f := range Schedule(1, d, 6, 4) {
+			kinds[f.Kind] = true
+			if f.At < 0 || f.At > d {
+				t.Errorf("%v: fault at %v, outside the load", d, f.At)
+			}
+		}
+		for _, k := range []Kind{Kill, Partition, Lost, Webhook, Latency, Resets, Errors, SinkRestart, Flush, Saturate, NamespaceDelete} {
+			if !kinds[k] {
+				t.Errorf("%v: no %s in the schedule", d, k)
+			}
+		}
+	}
+}
