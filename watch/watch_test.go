@@ -13,10 +13,9 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/watch"
 )
-
-var _ apiwatch.Interface = (*watch.Watcher)(nil)
 
 func TestWatchSeesExactlyEventsQueuedAfterRegistration(t *testing.T) {
 	// The loop is held up by w0, so events 0..4 are still queued when w1
@@ -145,7 +144,7 @@ func TestFanOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const events = 50
 			b := watch.NewBroadcaster(events, tc.behavior)
-			var ws []*watch.Watcher
+			var ws []watchext.Watcher
 			for range 3 {
 				ws = append(ws, mustWatch(t, b))
 			}
@@ -221,7 +220,7 @@ func TestActionOrDropNeverWaitsBehindWaitingCalls(t *testing.T) {
 	waiting := []func(){
 		async(t, func() { _, errs[0] = b.Watch() }),
 		async(t, func() { errs[1] = b.Action(apiwatch.Added, &num{0}) }),
-		async(t, func() { errs[2] = b.Mark(background(), &mark{0}) }),
+		async(t, func() { errs[2] = watchFuncs.Mark(b, background(), &mark{0}) }),
 	}
 	async(t, func() {
 		for i := range 100 {
@@ -310,7 +309,7 @@ func TestStop(t *testing.T) {
 	})
 	t.Run("concurrent with shutdown", func(t *testing.T) {
 		b := watch.NewBroadcaster(4, watch.WaitIfChannelFull)
-		var ws []*watch.Watcher
+		var ws []watchext.Watcher
 		for range 8 {
 			ws = append(ws, mustWatch(t, b))
 		}
@@ -360,7 +359,7 @@ func waitShutdownStarted(t testing.TB, b *watch.Broadcaster) {
 	ctx, cancel := context.WithCancel(background())
 	cancel()
 	check.Eventually(t, "Shutdown to begin", func() error {
-		if err := b.Mark(ctx, &mark{-1}); !errors.Is(err, watch.ErrShutdown) {
+		if err := watchFuncs.Mark(b, ctx, &mark{-1}); !errors.Is(err, watch.ErrShutdown) {
 			return fmt.Errorf("Mark answered %v, not %v", err, watch.ErrShutdown)
 		}
 		return nil
@@ -442,7 +441,7 @@ func TestErrShutdown(t *testing.T) {
 			}
 			return err
 		}},
-		{"Mark", func() error { return b.Mark(background(), &mark{0}) }},
+		{"Mark", func() error { return watchFuncs.Mark(b, background(), &mark{0}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(); !errors.Is(err, watch.ErrShutdown) {
@@ -502,7 +501,7 @@ func TestProducersRacingShutdown(t *testing.T) {
 							}
 						case 3:
 							if i%2 == 0 {
-								err = b.Mark(background(), &mark{i})
+								err = watchFuncs.Mark(b, background(), &mark{i})
 							} else {
 								var wi apiwatch.Interface
 								if wi, err = b.Watch(); err == nil {
