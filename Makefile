@@ -37,12 +37,15 @@ vet:
 	cd controllerruntime && $(STATICCHECK) ./...
 	cd monitoring && $(GO) vet -mod=mod ./...
 	cd internal/testing/muxcompat && $(GO) vet ./...
-	$(GO) run ./internal/cmd/apilisting -check api/herald.txt $(API_MODULES)
+	$(GO) run ./internal/cmd/apilisting -check api/herald.txt -max $(API_MAX_NAMES) $(API_MODULES)
 
 ## api: rewrite api/herald.txt, the listing of the public API (one line per
 ## exported name, as Go's api/*.txt files) that `make vet` checks, so that
 ## every change of the surface shows in review.
 API_MODULES = . controllerruntime
+## API_MAX_NAMES is the budget of the public API (issue 26): functions,
+## variables, constants, types and methods, each counted once.
+API_MAX_NAMES = 215
 api:
 	$(GO) run ./internal/cmd/apilisting -o api/herald.txt $(API_MODULES)
 
