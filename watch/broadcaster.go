@@ -31,7 +31,7 @@ type FullChannelBehavior int
 
 const (
 	// WaitIfChannelFull makes the loop wait until the watcher has room or is
-	// stopped. No event is lost, but one slow watcher delays every watcher
+	// stopped (or a ShutdownWithContext gives up). No event is lost, but one slow watcher delays every watcher
 	// after it and, once the incoming queue fills up, the producers: Action
 	// then waits and ActionOrDrop drops. Any value other than
 	// DropIfChannelFull behaves like WaitIfChannelFull.
@@ -55,10 +55,16 @@ const incomingQueueLength = 25
 // whose channel is full waits for it or misses it, as its
 // [FullChannelBehavior] says.
 //
+// Its methods are those of apimachinery's watch.Broadcaster, with the same
+// meaning (see the package doc for the differences), plus the herald
+// additions [Broadcaster.ShutdownWithContext] and [Broadcaster.Stats]; the
+// watchers it hands out are apimachinery watch.Interfaces.
+//
 // A Broadcaster runs one loop goroutine, started by the constructor, that
 // moves events from the incoming queue to the watchers' channels, offering
 // each event to the watchers in the order they registered. Call
-// [Broadcaster.Shutdown] when done with it, or the goroutine leaks.
+// [Broadcaster.Shutdown] (or ShutdownWithContext) when done with it, or the
+// goroutine leaks.
 //
 // All methods are safe for simultaneous use by multiple goroutines. The zero
 // value is not usable: create a Broadcaster with [NewBroadcaster] or
@@ -74,8 +80,10 @@ type Broadcaster struct {
 	incoming chan item
 	stopping chan struct{} // closed when Shutdown starts
 	done     chan struct{} // closed when the loop has exited
+	abandon  chan struct{} // closed when a ShutdownWithContext gives up: the loop no longer waits for watchers
 
 	shutdownOnce sync.Once
+	abandonOnce  sync.Once
 
 	watchQueueLength int
 	behavior         FullChannelBehavior
@@ -154,6 +162,7 @@ func newBroadcasterNoLoop(incomingLength, watchQueueLength int, behavior FullCha
 		incoming:         make(chan item, incomingLength),
 		stopping:         make(chan struct{}),
 		done:             make(chan struct{}),
+		abandon:          make(chan struct{}),
 		watchQueueLength: watchQueueLength,
 		behavior:         behavior,
 	}
@@ -330,17 +339,35 @@ func (b *Broadcaster) enqueue(it item, cancel <-chan struct{}, event bool) error
 }
 
 // Shutdown stops the broadcaster. From the moment it is called, Action,
-// ActionOrDrop, Watch and WatchWithPrefix (and marks) return ErrShutdown, and calls
+// ActionOrDrop, Watch and WatchWithPrefix return ErrShutdown, and calls
 // waiting for room in the queue give up with ErrShutdown. Everything already
 // queued is then distributed to the watchers as usual (under
-// WaitIfChannelFull that waits for slow watchers to read or stop; marks no
-// longer wait), every watcher's channel is closed, and Shutdown returns once
-// the loop goroutine has exited. It does not wait for watchers to read what
-// is left in their channels.
+// WaitIfChannelFull that waits for slow watchers to read or stop), every
+// watcher's channel is closed, and Shutdown returns once the loop goroutine
+// has exited. It does not wait for watchers to read what is left in their
+// channels. Under WaitIfChannelFull a watcher that is neither read nor
+// stopped holds Shutdown up for ever; [Broadcaster.ShutdownWithContext]
+// bounds the wait.
 //
 // Shutdown can be called any number of times, from any goroutine; every call
 // returns once the loop has exited.
 func (b *Broadcaster) Shutdown() {
+	_ = b.ShutdownWithContext(context.Background())
+}
+
+// ShutdownWithContext is Shutdown with a deadline, a herald addition: it
+// returns nil once the loop has distributed everything queued and exited, as
+// Shutdown does. If ctx ends first, the loop stops waiting for watchers
+// whose channel is full: the events left are put in the channels that have
+// room and counted as dropped for the others ([Stats].WatcherDropped), every
+// channel is closed, and ShutdownWithContext returns ctx.Err() once the
+// loop has exited, which then takes no longer than handing out what is
+// queued without waiting. A Shutdown running at the same time returns then
+// too.
+//
+// Under DropIfChannelFull the loop never waits for a watcher, so ctx only
+// bounds how long the distribution of a long queue may take.
+func (b *Broadcaster) ShutdownWithContext(ctx context.Context) error {
 	b.shutdownOnce.Do(func() {
 		close(b.stopping)
 		// Every sender holding the read lock now returns promptly: it either
@@ -349,7 +376,19 @@ func (b *Broadcaster) Shutdown() {
 		close(b.incoming)
 		b.mu.Unlock()
 	})
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+	}
+	select {
+	case <-b.done: // done by the time ctx ended
+		return nil
+	default:
+	}
+	b.abandonOnce.Do(func() { close(b.abandon) })
 	<-b.done
+	return ctx.Err()
 }
 
 // Stats is a snapshot of a Broadcaster's queue and drop counters.
@@ -361,8 +400,9 @@ type Stats struct {
 	// queue was full.
 	Dropped uint64
 	// WatcherDropped counts the events skipped for a watcher whose channel
-	// was full (DropIfChannelFull), summed over every watcher there has
-	// been, stopped ones included.
+	// was full (under DropIfChannelFull, or once ShutdownWithContext gave up
+	// waiting), summed over every watcher there has been, stopped ones
+	// included.
 	WatcherDropped uint64
 	// Distributed counts the events the loop has taken from the incoming
 	// queue and offered to every watcher registered at the time, however
@@ -433,7 +473,7 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	case markCtx != nil:
 		wait, abortA, abortB = true, markCtx.Done(), b.stopping
 	case b.behavior != DropIfChannelFull:
-		wait = true
+		wait, abortA = true, b.abandon
 	}
 	if markCtx == nil && b.prepare != nil && len(b.watchers) > 0 {
 		b.prepare(ev.Object)

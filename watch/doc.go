@@ -35,9 +35,13 @@
 // The constructors start the loop goroutine; [Broadcaster.Shutdown] stops it,
 // and a Broadcaster that is never shut down leaks it. Shutdown first hands
 // everything already queued to the watchers, then closes every watcher's
-// channel and returns once the loop has exited. After Shutdown every method
-// that would queue something returns [ErrShutdown]; none of them panics,
-// however they race with Shutdown.
+// channel and returns once the loop has exited. Under [WaitIfChannelFull] a
+// watcher that is neither read nor stopped holds Shutdown up for ever;
+// [Broadcaster.ShutdownWithContext] keeps a deadline: when its context ends,
+// the loop stops waiting, counts what the full watchers miss as dropped,
+// closes every channel and exits. After Shutdown every method that would
+// queue something returns [ErrShutdown]; none of them panics, however they
+// race with Shutdown.
 //
 // A consumer ends its watch with the watcher's Stop, which closes the
 // watcher's channel at once, wakes the loop if it is waiting for that
@@ -51,6 +55,8 @@
 //     queue.
 //   - Watch and WatchWithPrefix return as soon as the registration is queued,
 //     and a watcher's Stop returns at once; apimachinery's wait for the loop.
+//   - [Broadcaster.ShutdownWithContext] bounds the shutdown; apimachinery's
+//     Shutdown can wait for a stuck watcher for ever.
 //   - Drops are counted: [Broadcaster.Stats].
 //   - Errors after Shutdown are [ErrShutdown], usable with errors.Is (its
 //     text is apimachinery's).

@@ -412,6 +412,73 @@ func TestShutdownIdempotent(t *testing.T) {
 	drain(t, w)
 }
 
+// TestShutdownWithContextBoundsTheWait: under WaitIfChannelFull a watcher
+// that is neither read nor stopped holds Shutdown up; once the context of
+// ShutdownWithContext ends, the loop hands out what is queued without
+// waiting (the events the watcher cannot take are counted as dropped),
+// closes its channel and exits; ShutdownWithContext returns the context's
+// error and a Shutdown waiting beside it returns too.
+func TestShutdownWithContextBoundsTheWait(t *testing.T) {
+	// The loop is held by w on event 0 while 1..9 sit in the queue.
+	b := watch.NewBroadcaster(0, watch.WaitIfChannelFull)
+	w := mustWatch(t, b)
+	for i := range 10 {
+		act(t, b, i)
+	}
+	ctx, cancel := context.WithCancel(background())
+	shutdown := async(t, b.Shutdown)
+	var err error
+	withCtx := async(t, func() { err = b.ShutdownWithContext(ctx) })
+	cancel()
+	withCtx()
+	shutdown()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ShutdownWithContext = %v, want context.Canceled", err)
+	}
+	if got := drain(t, w); len(got) != 0 {
+		t.Errorf("w got %v, want nothing: it never read", got)
+	}
+	if got := w.Dropped(); got != 10 {
+		t.Errorf("w.Dropped() = %d, want 10", got)
+	}
+	if s := b.Stats(); s.WatcherDropped != 10 || s.Distributed != 10 || s.Queued != 0 {
+		t.Errorf("Stats() = %+v, want 10 dropped for the watcher, 10 distributed, none queued", s)
+	}
+	if err := b.ShutdownWithContext(background()); err != nil {
+		t.Errorf("ShutdownWithContext after the loop exited = %v, want nil", err)
+	}
+	if err := b.Action(apiwatch.Added, &num{10}); !errors.Is(err, watch.ErrShutdown) {
+		t.Errorf("Action after ShutdownWithContext = %v, want ErrShutdown", err)
+	}
+}
+
+// TestShutdownWithContextDeliversEverything: when the loop is done before
+// the context ends, ShutdownWithContext is Shutdown: every queued event
+// reaches the watcher that reads, and it returns nil, even when the context
+// has ended by the time it looks.
+func TestShutdownWithContextDeliversEverything(t *testing.T) {
+	b := watch.NewBroadcaster(0, watch.WaitIfChannelFull)
+	w := mustWatch(t, b)
+	got := collect(t, w)
+	for i := range 10 {
+		act(t, b, i)
+	}
+	if err := b.ShutdownWithContext(background()); err != nil {
+		t.Errorf("ShutdownWithContext = %v, want nil", err)
+	}
+	if got, want := got(), span(0, 9); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithCancel(background())
+	cancel()
+	if err := b.ShutdownWithContext(ctx); err != nil {
+		t.Errorf("ShutdownWithContext(canceled) after the loop exited = %v, want nil", err)
+	}
+	if s := b.Stats(); s.WatcherDropped != 0 || s.Distributed != 10 {
+		t.Errorf("Stats() = %+v, want 10 distributed and no drop", s)
+	}
+}
+
 func TestErrShutdown(t *testing.T) {
 	b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
 	b.Shutdown()

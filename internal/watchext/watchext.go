@@ -22,8 +22,9 @@ type Watcher interface {
 	// when Shutdown closes the watcher's channel).
 	Stopped() <-chan struct{}
 	// Dropped returns how many events this watcher missed because its
-	// channel was full when the loop offered them (DropIfChannelFull only;
-	// marks are never dropped).
+	// channel was full when the loop offered them (under DropIfChannelFull,
+	// or once ShutdownWithContext gave up waiting; marks are never
+	// dropped).
 	Dropped() uint64
 	// Offered returns how many events the loop offered this watcher: those
 	// it put in the channel plus those counted in Dropped; marks are not
