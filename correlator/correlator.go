@@ -25,6 +25,14 @@ var errNilEvent = errors.New("correlator: event is nil")
 // and object exceed their rate. See the package documentation for the
 // stages and for how it differs from client-go's.
 //
+// It takes the place of client-go's tools/record EventCorrelator, with its
+// name, constructors and methods (herald's record.EventCorrelator is this
+// type), and herald's broadcaster runs one, backed by three LRU caches, for
+// each sink.
+// EventCorrelate and UpdateState are client-go's methods; Stats and
+// UpdateStateForWrite are herald additions for a writer that counts outcomes
+// and coalesces writes by key.
+//
 // An EventCorrelator is safe for concurrent use. Build it with
 // [NewEventCorrelator] or [NewEventCorrelatorWithOptions]; the zero value is
 // not usable.
