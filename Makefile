@@ -12,8 +12,11 @@ include hack/*.mk
 ## against the real kube-apiserver, which `apiserver` builds first). The
 ## controllerruntime module's tests run under internal/cmd/testserver, which
 ## starts the server for them (they may not import herald's internal/).
+## internal/testing/muxcompat is a module of its own that runs apimachinery's
+## watch mux tests against herald's watch package, as a user's module would.
 test: vet apiserver
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd internal/testing/muxcompat && $(GO) test -race -count=1 ./...
 	$(GO) run ./internal/cmd/testserver -- sh -c 'cd controllerruntime && $(GO) test -race -count=1 -timeout 20m ./...'
 	cd monitoring && $(GO) test -mod=mod -race -count=1 ./...
 
@@ -33,12 +36,16 @@ vet:
 	$(STATICCHECK) ./...
 	cd controllerruntime && $(STATICCHECK) ./...
 	cd monitoring && $(GO) vet -mod=mod ./...
-	$(GO) run ./internal/cmd/apilisting -check api/herald.txt $(API_MODULES)
+	cd internal/testing/muxcompat && $(GO) vet ./...
+	$(GO) run ./internal/cmd/apilisting -check api/herald.txt -max $(API_MAX_NAMES) $(API_MODULES)
 
 ## api: rewrite api/herald.txt, the listing of the public API (one line per
 ## exported name, as Go's api/*.txt files) that `make vet` checks, so that
 ## every change of the surface shows in review.
 API_MODULES = . controllerruntime
+## API_MAX_NAMES is the budget of the public API (issue 26): functions,
+## variables, constants, types and methods, each counted once.
+API_MAX_NAMES = 215
 api:
 	$(GO) run ./internal/cmd/apilisting -o api/herald.txt $(API_MODULES)
 

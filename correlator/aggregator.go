@@ -213,9 +213,9 @@ type EventAggregator struct {
 // aggregate keys, which combines events once maxEvents distinct local keys
 // of one aggregate key occur with at most maxIntervalInSeconds between
 // consecutive ones. A zero (or, for lruCacheSize, negative) argument and a
-// nil function or clock mean the default ([DefaultLRUCacheSize],
+// nil function or clock mean the default (4096,
 // [EventAggregatorByReasonFunc], [EventAggregatorByReasonMessageFunc],
-// [DefaultMaxEvents], [DefaultMaxIntervalInSeconds], the real clock).
+// 10, 600, the real clock).
 func NewEventAggregator(lruCacheSize int, keyFunc EventAggregatorKeyFunc, messageFunc EventAggregatorMessageFunc,
 	maxEvents int, maxIntervalInSeconds int, clock clock.PassiveClock) *EventAggregator {
 	o := CorrelatorOptions{
@@ -243,7 +243,7 @@ func NewEventAggregator(lruCacheSize int, keyFunc EventAggregatorKeyFunc, messag
 // (not a copy) and its event key; otherwise a new combined event (name
 // <involvedName>.<hex stamp>, see the package documentation, count 1, first
 // and last timestamp now, message from the message function cut to
-// [DefaultMessageLimit] bytes, and Namespace, InvolvedObject,
+// 1024 bytes, and Namespace, InvolvedObject,
 // Type, Reason and Source of newEvent) and the key of the aggregate group.
 // The keys are opaque strings. newEvent is not modified and must not be nil.
 func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string) {
@@ -256,7 +256,7 @@ func (e *EventAggregator) EventAggregate(newEvent *v1.Event) (*v1.Event, string)
 		return newEvent, eventkey.Event(newEvent)
 	}
 	out := new(v1.Event)
-	msg := eventname.Valid(e.messageFunc(newEvent), DefaultMessageLimit)
+	msg := eventname.Valid(e.messageFunc(newEvent), defaultMessageLimit)
 	fillAggregate(out, newEvent, now, aggregateName(newEvent.InvolvedObject.Name, now), msg)
 	return out, key
 }

@@ -25,6 +25,14 @@ var errNilEvent = errors.New("correlator: event is nil")
 // and object exceed their rate. See the package documentation for the
 // stages and for how it differs from client-go's.
 //
+// It takes the place of client-go's tools/record EventCorrelator, with its
+// name, constructors and methods (herald's record.EventCorrelator is this
+// type), and herald's broadcaster runs one, backed by three LRU caches, for
+// each sink.
+// EventCorrelate and UpdateState are client-go's methods; Stats and
+// UpdateStateForWrite are herald additions for a writer that counts outcomes
+// and coalesces writes by key.
+//
 // An EventCorrelator is safe for concurrent use. Build it with
 // [NewEventCorrelator] or [NewEventCorrelatorWithOptions]; the zero value is
 // not usable.
@@ -32,7 +40,7 @@ type EventCorrelator struct {
 	clock          clock.PassiveClock
 	keyFunc        EventAggregatorKeyFunc     // nil: EventAggregatorByReasonFunc
 	messageFunc    EventAggregatorMessageFunc // nil: EventAggregatorByReasonMessageFunc
-	spamKeyFunc    EventSpamKeyFunc           // nil: GetSpamKey or GetSpamKeyWithoutReason
+	spamKeyFunc    EventSpamKeyFunc           // nil: defaultSpamKey or spamKeyWithoutReason
 	spamWithReason bool
 	messageLimit   int // of combined messages, in bytes
 
@@ -127,18 +135,18 @@ func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
 
 // NewEventCorrelatorWithOptions returns an EventCorrelator configured by
 // options; zero fields mean their defaults. Combined messages are cut to
-// [DefaultMessageLimit] bytes.
+// 1024 bytes.
 func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
-	return NewWithMessageLimit(options, DefaultMessageLimit)
+	return NewWithMessageLimit(options, defaultMessageLimit)
 }
 
 // NewWithMessageLimit is NewEventCorrelatorWithOptions with combined
 // messages cut to messageLimit bytes (the broadcaster's message limit); a
-// limit of zero or less means [DefaultMessageLimit].
+// limit of zero or less means 1024.
 func NewWithMessageLimit(options CorrelatorOptions, messageLimit int) *EventCorrelator {
 	o := options.withDefaults()
 	if messageLimit <= 0 {
-		messageLimit = DefaultMessageLimit
+		messageLimit = defaultMessageLimit
 	}
 	c := &EventCorrelator{
 		clock:          o.Clock,
@@ -159,14 +167,8 @@ func NewWithMessageLimit(options CorrelatorOptions, messageLimit int) *EventCorr
 	return c
 }
 
-// EventCorrelate correlates newEvent at the time of the correlator's clock:
-// it is shorthand for CorrelateAt(clock.Now(), newEvent).
-func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
-	return c.CorrelateAt(c.clock.Now(), newEvent)
-}
-
-// CorrelateAt aggregates, counts and filters newEvent as if it occurred at
-// now, and returns the event to write. newEvent is not modified. The
+// EventCorrelate aggregates, counts and filters newEvent as if it occurred
+// at the time of the options' clock, and returns the event to write. newEvent is not modified. The
 // errors are for a nil event, and one wrapping [ErrPanicked] when a
 // function of the options panicked.
 //
@@ -187,12 +189,17 @@ func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateRes
 //
 // The key and message functions of the options are called without the
 // correlator's lock held. If one panics, the panic is recovered and
-// CorrelateAt returns an error wrapping [ErrPanicked] that names the
+// EventCorrelate returns an error wrapping [ErrPanicked] that names the
 // function; the occurrence is then not correlated: no counter of [Stats]
 // and no observation or token bucket keeps a trace of it. (A panicking
 // MessageFunc runs after the aggregation stage, which keeps the
 // occurrence's message among the group's distinct messages: it did occur.)
-func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*EventCorrelateResult, error) {
+func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
+	return c.correlateAt(c.clock.Now(), newEvent)
+}
+
+// correlateAt is EventCorrelate at the time now.
+func (c *EventCorrelator) correlateAt(now time.Time, newEvent *v1.Event) (*EventCorrelateResult, error) {
 	if newEvent == nil {
 		return nil, errNilEvent
 	}
@@ -296,8 +303,8 @@ func (c *EventCorrelator) CorrelateAt(now time.Time, newEvent *v1.Event) (*Event
 	return &box.res, nil
 }
 
-// ErrPanicked is wrapped by the error [EventCorrelator.EventCorrelate] and
-// [EventCorrelator.CorrelateAt] return when a function of the
+// ErrPanicked is wrapped by the error [EventCorrelator.EventCorrelate]
+// returns when a function of the
 // [CorrelatorOptions] (KeyFunc, MessageFunc or SpamKeyFunc) panicked. The
 // error's text names the function and the panic value. The correlator stays
 // usable: the occurrence is simply not correlated. herald's broadcaster
@@ -405,15 +412,15 @@ func (c *EventCorrelator) UpdateState(event *v1.Event) {
 	if event == nil {
 		return
 	}
-	c.UpdateStateForKey(eventkey.Event(event), event)
+	c.updateStateForKey(eventkey.Event(event), event)
 }
 
-// UpdateStateForKey is UpdateState under an explicit correlation key, the
+// updateStateForKey is UpdateState under an explicit correlation key, the
 // Key of the EventCorrelateResult the written event came from. herald's
 // delivery engine uses it, so the state of a combined event is recorded
 // under its group's key, where the next occurrence looks for it (client-go
 // records it under a key no later occurrence uses). A nil event is ignored.
-func (c *EventCorrelator) UpdateStateForKey(key string, event *v1.Event) {
+func (c *EventCorrelator) updateStateForKey(key string, event *v1.Event) {
 	if event == nil {
 		return
 	}
@@ -440,10 +447,12 @@ func (c *EventCorrelator) updateLocked(key string, event *v1.Event) {
 	})
 }
 
-// UpdateStateForWrite is UpdateStateForKey for a writer that knows the name
-// it wrote under (sentName; the server's answer, event, may carry another),
-// and that may hold later states of the same event still unwritten. The
-// answer is taken only while the key still follows the written event:
+// UpdateStateForWrite records the server's answer to a write under an
+// explicit correlation key, the Key of the EventCorrelateResult the written
+// event came from, for a writer that knows the name it wrote under
+// (sentName; the server's answer, event, may carry another) and that may
+// hold later states of the same event still unwritten. The answer is taken
+// only while the key still follows the written event:
 //
 //   - if the key now follows another event, because the correlator forgot
 //     the written one and started a new one while the write was under way,

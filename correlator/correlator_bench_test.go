@@ -46,7 +46,7 @@ func BenchmarkEventCorrelate(b *testing.B) {
 			}
 		}},
 	}
-	const distinct = 2 * DefaultLRUCacheSize
+	const distinct = 2 * defaultLRUCacheSize
 	newEvents := func() []*v1.Event {
 		evs := make([]*v1.Event, distinct)
 		for i := range evs {

@@ -239,10 +239,10 @@ func TestAggregation(t *testing.T) {
 		// Its name is <object>.<hex stamp>, the stamp at least the time
 		// (checked below).
 		step{advance: time.Second, object: "a", reason: "R", message: "m10", aggregated: true, count: 1,
-			wantMsg: AggregateMessagePrefix + "m10"},
+			wantMsg: aggregateMessagePrefix + "m10"},
 		// Later new messages update the combined event.
 		step{advance: time.Second, object: "a", reason: "R", message: "m11", aggregated: true, count: 2,
-			wantMsg: AggregateMessagePrefix + "m11", patch: patchAt(2, 11*time.Second, AggregateMessagePrefix+"m11")},
+			wantMsg: aggregateMessagePrefix + "m11", patch: patchAt(2, 11*time.Second, aggregateMessagePrefix+"m11")},
 		// The most recent messages are still in the set: not combined.
 		step{advance: time.Second, object: "a", reason: "R", message: "m11", count: 1},
 		step{advance: time.Second, object: "a", reason: "R", message: "m9", count: 2, patch: patchAt(2, 13*time.Second, "m9")},
@@ -250,9 +250,9 @@ func TestAggregation(t *testing.T) {
 		step{advance: time.Second, object: "a", reason: "Other", message: "m12", count: 1},
 		// A new message, then one that left the set (m1 was least recently seen).
 		step{advance: time.Second, object: "a", reason: "R", message: "m13", aggregated: true, count: 3,
-			wantMsg: AggregateMessagePrefix + "m13", patch: patchAt(3, 15*time.Second, AggregateMessagePrefix+"m13")},
+			wantMsg: aggregateMessagePrefix + "m13", patch: patchAt(3, 15*time.Second, aggregateMessagePrefix+"m13")},
 		step{advance: time.Second, object: "a", reason: "R", message: "m1", aggregated: true, count: 4,
-			wantMsg: AggregateMessagePrefix + "m1", patch: patchAt(4, 16*time.Second, AggregateMessagePrefix+"m1")},
+			wantMsg: aggregateMessagePrefix + "m1", patch: patchAt(4, 16*time.Second, aggregateMessagePrefix+"m1")},
 		// 601 s later the window has passed: a fresh set.
 		step{advance: 601 * time.Second, object: "a", reason: "R", message: "m14", count: 1},
 	)
@@ -370,7 +370,7 @@ func TestKeysDoNotCollide(t *testing.T) {
 	if r1.Key == r2.Key || r2.Event.Count != 1 {
 		t.Errorf("reason/message split collided: %q %q", r1.Key, r2.Key)
 	}
-	for _, f := range []func(*v1.Event) string{GetSpamKey, GetSpamKeyWithoutReason, func(ev *v1.Event) string { k, _ := EventAggregatorByReasonFunc(ev); return k }} {
+	for _, f := range []func(*v1.Event) string{defaultSpamKey, spamKeyWithoutReason, func(ev *v1.Event) string { k, _ := EventAggregatorByReasonFunc(ev); return k }} {
 		if f(a) == f(b) {
 			t.Errorf("key %q shared by different sources", f(a))
 		}
@@ -409,14 +409,14 @@ func TestCacheSizeAndEvictions(t *testing.T) {
 	}
 	for _, size := range []int{0, -1} {
 		c := NewEventCorrelatorWithOptions(CorrelatorOptions{LRUCacheSize: size})
-		if c.obs.MaxEntries != DefaultLRUCacheSize || c.agg.cache.MaxEntries != DefaultLRUCacheSize || c.spam.cache.MaxEntries != DefaultLRUCacheSize {
+		if c.obs.MaxEntries != defaultLRUCacheSize || c.agg.cache.MaxEntries != defaultLRUCacheSize || c.spam.cache.MaxEntries != defaultLRUCacheSize {
 			t.Errorf("LRUCacheSize %d: sizes %d %d %d", size, c.obs.MaxEntries, c.agg.cache.MaxEntries, c.spam.cache.MaxEntries)
 		}
 	}
-	if a := NewEventAggregator(0, nil, nil, 0, 0, nil); a.core.cache.MaxEntries != DefaultLRUCacheSize {
+	if a := NewEventAggregator(0, nil, nil, 0, 0, nil); a.core.cache.MaxEntries != defaultLRUCacheSize {
 		t.Errorf("NewEventAggregator(0): size %d", a.core.cache.MaxEntries)
 	}
-	if f := NewEventSourceObjectSpamFilter(0, 0, 0, nil, nil); f.core.cache.MaxEntries != DefaultLRUCacheSize || f.core.burst != DefaultBurstSize {
+	if f := NewEventSourceObjectSpamFilter(0, 0, 0, nil, nil); f.core.cache.MaxEntries != defaultLRUCacheSize || f.core.burst != defaultBurstSize {
 		t.Errorf("NewEventSourceObjectSpamFilter(0): size %d burst %d", f.core.cache.MaxEntries, f.core.burst)
 	}
 }
@@ -546,13 +546,13 @@ func bytesPerRun(t *testing.T, f func()) int {
 func TestCorrelateAt(t *testing.T) {
 	c := NewEventCorrelatorWithOptions(CorrelatorOptions{BurstSize: 1})
 	ev := newEvent(t0, "a", "R", "m")
-	if res, _ := c.CorrelateAt(t0, ev); res.Skip {
+	if res, _ := c.correlateAt(t0, ev); res.Skip {
 		t.Fatal("first skipped")
 	}
-	if res, _ := c.CorrelateAt(t0.Add(299*time.Second), ev); !res.Skip {
+	if res, _ := c.correlateAt(t0.Add(299*time.Second), ev); !res.Skip {
 		t.Fatal("second not skipped")
 	}
-	res, _ := c.CorrelateAt(t0.Add(600*time.Second), ev)
+	res, _ := c.correlateAt(t0.Add(600*time.Second), ev)
 	if res.Skip || res.Event.Count != 3 {
 		t.Fatalf("third: %+v", res)
 	}
@@ -584,7 +584,7 @@ func TestStandaloneStages(t *testing.T) {
 		t.Errorf("first: %v %q", got, key)
 	}
 	got, key2 := a.EventAggregate(newEvent(clk.Now(), "a", "R", "m2"))
-	if got.Message != AggregateMessagePrefix+"m2" || got.Count != 1 || key2 == key {
+	if got.Message != aggregateMessagePrefix+"m2" || got.Count != 1 || key2 == key {
 		t.Errorf("second: %+v %q", got, key2)
 	}
 	checkStampedName(t, got.Name, "a", clk.Now())
@@ -595,7 +595,7 @@ func TestStandaloneStages(t *testing.T) {
 func TestUpdateStateForKeyCombined(t *testing.T) {
 	c, clk := newTest(CorrelatorOptions{DisableSpamFilter: true})
 	var last *EventCorrelateResult
-	for i := 0; i < DefaultMaxEvents; i++ {
+	for i := 0; i < defaultMaxEvents; i++ {
 		last, _ = c.EventCorrelate(newEvent(clk.Now(), "a", "R", fmt.Sprint("message ", i)))
 	}
 	if !last.Aggregated {
@@ -604,7 +604,7 @@ func TestUpdateStateForKeyCombined(t *testing.T) {
 	entries := c.Stats().ObserveEntries
 	server := last.Event.DeepCopy()
 	server.ResourceVersion = "77"
-	c.UpdateStateForKey(last.Key, server)
+	c.updateStateForKey(last.Key, server)
 	if got := c.Stats().ObserveEntries; got != entries {
 		t.Fatalf("observe entries %d -> %d: a stray entry was added", entries, got)
 	}
@@ -659,8 +659,8 @@ func TestCombinedEventValidity(t *testing.T) {
 		if names[combined.Name] {
 			t.Errorf("%s: combined event takes the name %q of an event of its own", object, combined.Name)
 		}
-		if len(combined.Message) > DefaultMessageLimit || !utf8.ValidString(combined.Message) ||
-			!strings.HasPrefix(combined.Message, AggregateMessagePrefix+"9€") {
+		if len(combined.Message) > defaultMessageLimit || !utf8.ValidString(combined.Message) ||
+			!strings.HasPrefix(combined.Message, aggregateMessagePrefix+"9€") {
 			t.Errorf("%s: combined message of %d bytes, valid UTF-8 %v", object, len(combined.Message), utf8.ValidString(combined.Message))
 		}
 	}
@@ -669,7 +669,7 @@ func TestCombinedEventValidity(t *testing.T) {
 func TestCombinedMessageLimitOption(t *testing.T) {
 	for _, tc := range []struct {
 		limit, want int
-	}{{0, DefaultMessageLimit}, {-1, DefaultMessageLimit}, {40, 40}, {1 << 20, len(AggregateMessagePrefix) + 2000}} {
+	}{{0, defaultMessageLimit}, {-1, defaultMessageLimit}, {40, 40}, {1 << 20, len(aggregateMessagePrefix) + 2000}} {
 		clk := testclock.NewFakeClock(t0)
 		c := NewWithMessageLimit(CorrelatorOptions{MaxEvents: 2, Clock: clk}, tc.limit)
 		var res *EventCorrelateResult

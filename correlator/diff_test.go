@@ -93,7 +93,7 @@ func runDifferential(t *testing.T, sc diffScenario) {
 	})
 	maxEvents := sc.maxEvents
 	if maxEvents == 0 {
-		maxEvents = DefaultMaxEvents
+		maxEvents = defaultMaxEvents
 	}
 	rng := rand.New(rand.NewPCG(sc.seed, 0))
 	type group struct {

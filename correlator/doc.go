@@ -33,10 +33,9 @@
 //     the next written one carries it.
 //
 // [EventCorrelator.UpdateState] records what the server returned after a
-// write; [EventCorrelator.Stats] counts outcomes and cache evictions.
-// [EventCorrelator.CorrelateAt] takes the time as an argument, like
-// golang.org/x/time/rate's AllowN; EventCorrelate is shorthand for it with
-// the options' clock.
+// write ([EventCorrelator.UpdateStateForWrite] for a writer that coalesces
+// writes by the result's Key); [EventCorrelator.Stats] counts outcomes and
+// cache evictions.
 //
 // Everything is safe for concurrent use. The key and message functions
 // from the options are called without the correlator's lock held; if one
@@ -80,9 +79,8 @@
 //     an aggregate key. Keys are opaque strings. Custom KeyFunc and
 //     SpamKeyFunc results are used as-is.
 //   - Spam key with the reason. By default each reason about an object has
-//     its own token bucket ([GetSpamKey]), so one noisy reason cannot
-//     silence the others. SpamKeyWithoutReason restores client-go's key
-//     ([GetSpamKeyWithoutReason]).
+//     its own token bucket, so one noisy reason cannot silence the others.
+//     SpamKeyWithoutReason restores client-go's key.
 //   - Stages can be switched off: DisableAggregation, DisableSpamFilter.
 //   - Bounded caches. A zero or negative cache size means the default (in
 //     client-go a negative size keeps nothing, and the standalone

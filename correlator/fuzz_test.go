@@ -201,12 +201,12 @@ func FuzzKeyCorrelator(f *testing.F) {
 			t.Fatalf("second count %d; fields equal: %v", rb.Event.Count, equal)
 		}
 		spamEqual := [9]string{c1, h1, k1, ns1, n1, uid1, api1, ty1, r1} == [9]string{c2, h2, k2, ns2, n2, uid2, api2, ty2, r2}
-		if (GetSpamKey(a) == GetSpamKey(b)) != spamEqual {
-			t.Fatalf("spam keys %q and %q; fields equal: %v", GetSpamKey(a), GetSpamKey(b), spamEqual)
+		if (defaultSpamKey(a) == defaultSpamKey(b)) != spamEqual {
+			t.Fatalf("spam keys %q and %q; fields equal: %v", defaultSpamKey(a), defaultSpamKey(b), spamEqual)
 		}
 		spamEqual = [8]string{c1, h1, k1, ns1, n1, uid1, api1, ty1} == [8]string{c2, h2, k2, ns2, n2, uid2, api2, ty2}
-		if (GetSpamKeyWithoutReason(a) == GetSpamKeyWithoutReason(b)) != spamEqual {
-			t.Fatalf("spam keys without reason %q and %q; fields equal: %v", GetSpamKeyWithoutReason(a), GetSpamKeyWithoutReason(b), spamEqual)
+		if (spamKeyWithoutReason(a) == spamKeyWithoutReason(b)) != spamEqual {
+			t.Fatalf("spam keys without reason %q and %q; fields equal: %v", spamKeyWithoutReason(a), spamKeyWithoutReason(b), spamEqual)
 		}
 		aggA, _ := EventAggregatorByReasonFunc(a)
 		aggB, _ := EventAggregatorByReasonFunc(b)
@@ -250,10 +250,10 @@ func FuzzCombinedEvent(f *testing.F) {
 			}
 			// What the server receives: the message made valid UTF-8
 			// (a run of invalid bytes becomes U+FFFD), then cut.
-			full := strings.ToValidUTF8(AggregateMessagePrefix+ev.Message, "\uFFFD")
+			full := strings.ToValidUTF8(aggregateMessagePrefix+ev.Message, "\uFFFD")
 			max := limit
 			if max == 0 {
-				max = DefaultMessageLimit
+				max = defaultMessageLimit
 			}
 			switch {
 			case !strings.HasPrefix(full, got.Message):

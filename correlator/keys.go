@@ -37,31 +37,31 @@ func EventAggregatorByReasonFunc(event *v1.Event) (string, string) {
 }
 
 // EventAggregatorByReasonMessageFunc is the default
-// [EventAggregatorMessageFunc]: [AggregateMessagePrefix] followed by the
+// [EventAggregatorMessageFunc]: "(combined from similar events): " followed by the
 // event's message.
 func EventAggregatorByReasonMessageFunc(event *v1.Event) string {
-	return AggregateMessagePrefix + event.Message
+	return aggregateMessagePrefix + event.Message
 }
 
-// GetSpamKey is herald's default [EventSpamKeyFunc]: the event's Source,
+// defaultSpamKey is herald's default [EventSpamKeyFunc]: the event's Source,
 // InvolvedObject (Kind, Namespace, Name, UID, APIVersion; not FieldPath),
 // Type and Reason. Each reason about an object has its own token bucket, so
 // a noisy reason cannot silence another one.
 //
 // Difference from client-go: client-go's key has no Reason (see
-// [GetSpamKeyWithoutReason]), and its fields are concatenated instead of
+// spamKeyWithoutReason), and its fields are concatenated instead of
 // length-prefixed. The string is opaque. The event must not be nil.
-func GetSpamKey(event *v1.Event) string {
+func defaultSpamKey(event *v1.Event) string {
 	return eventkey.Spam(event, true)
 }
 
-// GetSpamKeyWithoutReason is the [EventSpamKeyFunc] with client-go's
+// spamKeyWithoutReason is the [EventSpamKeyFunc] with client-go's
 // fields: the event's Source, InvolvedObject (Kind, Namespace, Name, UID,
 // APIVersion; not FieldPath) and Type, so every reason about one object and
 // type shares one token bucket. It is used when
 // [CorrelatorOptions].SpamKeyWithoutReason is set. Unlike client-go's, the
 // fields are length-prefixed, so different events cannot share a key by
 // accident of concatenation. The string is opaque. The event must not be nil.
-func GetSpamKeyWithoutReason(event *v1.Event) string {
+func spamKeyWithoutReason(event *v1.Event) string {
 	return eventkey.Spam(event, false)
 }

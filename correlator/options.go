@@ -8,28 +8,28 @@ import (
 
 // Defaults, the same as client-go's tools/record.
 const (
-	// DefaultLRUCacheSize is the default number of entries of each of the
+	// defaultLRUCacheSize is the default number of entries of each of the
 	// three caches (aggregation, observation, spam filter).
-	DefaultLRUCacheSize = 4096
-	// DefaultBurstSize is the default number of events a spam key may
+	defaultLRUCacheSize = 4096
+	// defaultBurstSize is the default number of events a spam key may
 	// send at once (the size of its token bucket, which starts full).
-	DefaultBurstSize = 25
-	// DefaultQPS is the default refill rate of a spam key's token bucket:
+	defaultBurstSize = 25
+	// defaultQPS is the default refill rate of a spam key's token bucket:
 	// one event every five minutes.
-	DefaultQPS float32 = 1. / 300.
-	// DefaultMaxEvents is the default number of distinct messages of similar
+	defaultQPS float32 = 1. / 300.
+	// defaultMaxEvents is the default number of distinct messages of similar
 	// events within the interval that triggers aggregation.
-	DefaultMaxEvents = 10
-	// DefaultMaxIntervalInSeconds is the default aggregation window, measured
+	defaultMaxEvents = 10
+	// defaultMaxIntervalInSeconds is the default aggregation window, measured
 	// from the last similar event.
-	DefaultMaxIntervalInSeconds = 600
-	// DefaultMessageLimit is the default longest message of a combined
+	defaultMaxIntervalInSeconds = 600
+	// defaultMessageLimit is the default longest message of a combined
 	// event, in bytes: the events.k8s.io note limit, and the default
 	// message limit of herald's recorder.
-	DefaultMessageLimit = 1024
-	// AggregateMessagePrefix starts the message of a combined event made by
+	defaultMessageLimit = 1024
+	// aggregateMessagePrefix starts the message of a combined event made by
 	// [EventAggregatorByReasonMessageFunc].
-	AggregateMessagePrefix = "(combined from similar events): "
+	aggregateMessagePrefix = "(combined from similar events): "
 )
 
 // CorrelatorOptions configures an [EventCorrelator]. A zero field means its
@@ -40,14 +40,15 @@ type CorrelatorOptions struct {
 	// LRUCacheSize is the number of entries of each of the three caches
 	// (aggregation records, observations, spam token buckets); when one is
 	// full, its least recently used entry is evicted and counted in
-	// [Stats]. Default [DefaultLRUCacheSize]. A negative size also means
-	// the default (client-go would keep no entry at all).
+	// [Stats]. Default 4096. A negative size also means the default
+	// (client-go would keep no entry at all).
 	LRUCacheSize int
 	// BurstSize is the size of each spam key's token bucket, which starts
-	// full. Default [DefaultBurstSize]. A negative burst filters every event.
+	// full. Default 25. A negative burst filters every event.
 	BurstSize int
 	// QPS is the refill rate of each spam key's token bucket, in events per
-	// second. Default [DefaultQPS]. A negative QPS never refills.
+	// second. Default 1/300 (one every five minutes). A negative QPS never
+	// refills.
 	QPS float32
 	// KeyFunc groups events for aggregation. Default
 	// [EventAggregatorByReasonFunc]. A custom function is used as-is.
@@ -57,17 +58,17 @@ type CorrelatorOptions struct {
 	MessageFunc EventAggregatorMessageFunc
 	// MaxEvents is the number of distinct local keys (messages) of similar
 	// events within MaxIntervalInSeconds at which events are combined.
-	// Default [DefaultMaxEvents]. A negative value never aggregates.
+	// Default 10. A negative value never aggregates.
 	MaxEvents int
 	// MaxIntervalInSeconds is the aggregation window, measured from the
-	// last similar event. Default [DefaultMaxIntervalInSeconds].
+	// last similar event. Default 600.
 	MaxIntervalInSeconds int
-	// Clock is used by EventCorrelate (CorrelateAt takes the time as an
-	// argument). Default: the real clock.
+	// Clock is the time of EventCorrelate. Default: the real clock.
 	Clock clock.PassiveClock
-	// SpamKeyFunc groups events for the spam filter. Default [GetSpamKey],
-	// or [GetSpamKeyWithoutReason] if SpamKeyWithoutReason is set. A custom
-	// function is used as-is and SpamKeyWithoutReason is then ignored.
+	// SpamKeyFunc groups events for the spam filter. Default: the event's
+	// source, involved object (not its field path), type and reason, without
+	// the reason if SpamKeyWithoutReason is set. A custom function is used
+	// as-is and SpamKeyWithoutReason is then ignored.
 	SpamKeyFunc EventSpamKeyFunc
 
 	// DisableAggregation turns aggregation off: every event is counted under
@@ -87,12 +88,12 @@ type CorrelatorOptions struct {
 // default.
 func (o CorrelatorOptions) withDefaults() CorrelatorOptions {
 	if o.LRUCacheSize <= 0 {
-		o.LRUCacheSize = DefaultLRUCacheSize
+		o.LRUCacheSize = defaultLRUCacheSize
 	}
-	o.BurstSize = cmp.Or(o.BurstSize, DefaultBurstSize)
-	o.QPS = cmp.Or(o.QPS, DefaultQPS)
-	o.MaxEvents = cmp.Or(o.MaxEvents, DefaultMaxEvents)
-	o.MaxIntervalInSeconds = cmp.Or(o.MaxIntervalInSeconds, DefaultMaxIntervalInSeconds)
+	o.BurstSize = cmp.Or(o.BurstSize, defaultBurstSize)
+	o.QPS = cmp.Or(o.QPS, defaultQPS)
+	o.MaxEvents = cmp.Or(o.MaxEvents, defaultMaxEvents)
+	o.MaxIntervalInSeconds = cmp.Or(o.MaxIntervalInSeconds, defaultMaxIntervalInSeconds)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}

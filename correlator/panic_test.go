@@ -38,7 +38,7 @@ func (p *panicOnce) options(o CorrelatorOptions) CorrelatorOptions {
 	}
 	o.SpamKeyFunc = func(ev *v1.Event) string {
 		once(&p.spam, ev, "spam")
-		return GetSpamKey(ev)
+		return defaultSpamKey(ev)
 	}
 	return o
 }
@@ -66,14 +66,14 @@ func TestPanicInOptionFunction(t *testing.T) {
 			ref := NewEventCorrelatorWithOptions((&panicOnce{}).options(base))
 			for i, m := range tc.messages {
 				ev := newEvent(clk.Now(), "obj", "R", m)
-				got, err := c.CorrelateAt(clk.Now(), ev)
+				got, err := c.correlateAt(clk.Now(), ev)
 				if i == tc.panicAt {
 					if !errors.Is(err, ErrPanicked) || !strings.Contains(err.Error(), tc.funcName) || got != nil {
 						t.Fatalf("occurrence %d: result %v, error %v; want an ErrPanicked naming %s", i, got, err, tc.funcName)
 					}
 					continue
 				}
-				want, werr := ref.CorrelateAt(clk.Now(), ev.DeepCopy())
+				want, werr := ref.correlateAt(clk.Now(), ev.DeepCopy())
 				if err != nil || werr != nil {
 					t.Fatalf("occurrence %d: errors %v, reference %v", i, err, werr)
 				}
@@ -95,7 +95,7 @@ func TestPanicInMessageFunc(t *testing.T) {
 	c := NewEventCorrelatorWithOptions(p.options(CorrelatorOptions{MaxEvents: 3}))
 	wantCount := map[string]int32{"m0": 1, "m1": 1, "m2": 1, "m4": 2, "m5": 3}
 	for _, m := range []string{"m0", "m1", "m2", "m3", "m4", "m5"} {
-		res, err := c.CorrelateAt(clk.Now(), newEvent(clk.Now(), "obj", "R", m))
+		res, err := c.correlateAt(clk.Now(), newEvent(clk.Now(), "obj", "R", m))
 		if m == "m3" {
 			if !errors.Is(err, ErrPanicked) || !strings.Contains(err.Error(), "MessageFunc") || !strings.Contains(err.Error(), "message failed on m3") {
 				t.Fatalf("%s: %v, %v; want an ErrPanicked naming MessageFunc", m, res, err)

@@ -103,15 +103,16 @@ type EventSourceObjectSpamFilter struct {
 // NewEventSourceObjectSpamFilter returns a filter keeping up to lruCacheSize
 // token buckets of burst tokens each, refilled at qps tokens per second. A
 // zero (or, for lruCacheSize, negative) argument and a nil clock or key
-// function mean the default ([DefaultLRUCacheSize], [DefaultBurstSize],
-// [DefaultQPS], the real clock, [GetSpamKey]). Differences from client-go:
+// function mean the default (4096, 25, one
+// per 5 minutes, the real clock, a key of the event's source, involved
+// object, type and reason). Differences from client-go:
 // client-go uses the arguments as given (a zero cache size is unbounded, a
 // zero burst filters everything, a nil function panics), and its spam key
 // has no Reason.
 func NewEventSourceObjectSpamFilter(lruCacheSize, burst int, qps float32, clock clock.PassiveClock, spamKeyFunc EventSpamKeyFunc) *EventSourceObjectSpamFilter {
 	o := CorrelatorOptions{LRUCacheSize: lruCacheSize, BurstSize: burst, QPS: qps, Clock: clock}.withDefaults()
 	if spamKeyFunc == nil {
-		spamKeyFunc = GetSpamKey
+		spamKeyFunc = defaultSpamKey
 	}
 	return &EventSourceObjectSpamFilter{
 		core:        newSpamFilter(o.LRUCacheSize, o.BurstSize, o.QPS),

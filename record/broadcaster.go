@@ -18,9 +18,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/ratelog"
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/watch"
 )
+
+// watchFuncs are the parts of watch.Broadcaster that are not public API:
+// the broadcaster that names events in its loop, and marks (see Flush).
+var watchFuncs = watchext.Get[watch.Broadcaster]()
 
 // broadcaster is herald's EventBroadcaster: a watch.Broadcaster fanning
 // recorded events out to watchers, each served by one goroutine.
@@ -65,7 +70,7 @@ func NewBroadcaster(opts ...BroadcasterOption) EventBroadcaster {
 	eb := &broadcaster{
 		cfg:          cfg,
 		logger:       logger,
-		b:            watch.NewPreparingBroadcaster(cfg.queueLength, watch.DropIfChannelFull, nameEvent),
+		b:            watchFuncs.NewPreparing(cfg.queueLength, int(watch.DropIfChannelFull), nameEvent),
 		shutdownDone: make(chan struct{}),
 		drops:        ratelog.New(numSlots),
 	}
@@ -117,7 +122,7 @@ func (eb *broadcaster) startWatcher(handle func(*v1.Event), p *sinkPipeline) api
 		eb.logger.Error(err, "Unable to start event watcher (will not retry!)")
 		return apiwatch.NewEmptyWatch()
 	}
-	ew := &eventWatcher{w: wi.(*watch.Watcher), handle: handle, sink: p, done: make(chan struct{})}
+	ew := &eventWatcher{w: wi.(watchext.Watcher), handle: handle, sink: p, done: make(chan struct{})}
 	eb.mu.Lock()
 	if eb.closed {
 		eb.mu.Unlock()

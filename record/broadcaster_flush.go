@@ -98,7 +98,7 @@ func (eb *broadcaster) Flush(ctx context.Context) (err error) {
 		mark.slots[ew] = &flushSlot{reached: make(chan struct{})}
 	}
 	eb.mu.Unlock()
-	if err := eb.b.Mark(ctx, mark); err != nil {
+	if err := watchFuncs.Mark(eb.b, ctx, mark); err != nil {
 		if !errors.Is(err, watch.ErrShutdown) {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/hook"
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/sink"
 	"github.com/heraldk8s/herald/watch"
 )
@@ -32,7 +33,7 @@ import (
 type sinkPipeline struct {
 	corr     hook.Correlator
 	engine   *sink.Engine
-	w        *watch.Watcher
+	w        watchext.Watcher
 	received atomic.Int64 // events taken from w's channel
 	lost     atomic.Int64 // events taken from w's channel after Shutdown gave up: abandoned
 	retiring atomic.Bool  // its channel is closed and drained: it is flushing and stopping
@@ -140,7 +141,7 @@ func (eb *broadcaster) StartRecordingToSink(s EventSink) apiwatch.Interface {
 // watcher: the sink writes what it got as it retires. It never waits for a
 // write, only for the loop to pass what is queued.
 type sinkWatch struct {
-	*watch.Watcher
+	watchext.Watcher
 	eb   *broadcaster
 	once sync.Once
 }
@@ -150,7 +151,7 @@ func (s *sinkWatch) Stop() {
 		ctx, cancel := context.WithTimeout(s.eb.ctx, s.eb.cfg.gracePeriod)
 		defer cancel()
 		mark := &flushMark{passed: make(chan struct{})} // no slots: a marker only
-		if s.eb.b.Mark(ctx, mark) == nil {
+		if watchFuncs.Mark(s.eb.b, ctx, mark) == nil {
 			select {
 			case <-mark.passed:
 			case <-ctx.Done():

@@ -13,12 +13,12 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/watch"
+	"github.com/heraldk8s/herald/internal/watchext"
 )
 
 // eventWatcher is one watcher of the broadcaster and its goroutine.
 type eventWatcher struct {
-	w      *watch.Watcher
+	w      watchext.Watcher
 	handle func(*v1.Event)
 	sink   *sinkPipeline // nil for plain handlers
 	// done is closed when the goroutine has exited; for a sink, after the

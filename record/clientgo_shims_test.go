@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 
-	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/eventkey"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -19,9 +18,9 @@ import (
 // client-go's defaults, which herald's correlator shares.
 const (
 	maxQueuedEvents                   = 1000 // client-go's queue length; herald's is DefaultQueueLength
-	defaultAggregateMaxEvents         = correlator.DefaultMaxEvents
-	defaultAggregateIntervalInSeconds = correlator.DefaultMaxIntervalInSeconds
-	defaultSpamBurst                  = correlator.DefaultBurstSize
+	defaultAggregateMaxEvents         = 10
+	defaultAggregateIntervalInSeconds = 600
+	defaultSpamBurst                  = 25
 )
 
 // getEventKey is the key under which the tests' fake sinks store events:
@@ -57,7 +56,7 @@ func (e *eventBroadcasterImpl) recordToSink(s EventSink, event *v1.Event, eventC
 		return
 	}
 	engine, err := sink.NewEngine(s, sink.Options{Workers: 1, QPS: sink.Unlimited, MaxDelay: sink.NoWait, OnWritten: func(key string, sent, stored *v1.Event) {
-		eventCorrelator.c.UpdateStateForWrite(key, sent.Name, stored)
+		eventCorrelator.UpdateStateForWrite(key, sent.Name, stored)
 	}})
 	if err != nil {
 		panic(err)

@@ -7,39 +7,27 @@ import (
 	"github.com/heraldk8s/herald/correlator"
 )
 
-// EventCorrelator is client-go's EventCorrelator, with client-go's method
-// set: for each event it decides whether it is combined with similar
-// events (aggregation), which stored event it updates and with what count,
-// and whether it is skipped (the spam filter). It is safe for concurrent
-// use. A broadcaster makes the correlator of each of its sinks itself; this
-// type is for code written against client-go's.
-type EventCorrelator struct{ c *correlator.EventCorrelator }
+// EventCorrelator is client-go's EventCorrelator: for each event it decides
+// whether it is combined with similar events (aggregation), which stored
+// event it updates and with what count, and whether it is skipped (the spam
+// filter). It is safe for concurrent use. A broadcaster makes the
+// correlator of each of its sinks itself; this name is for code written
+// against client-go's. See package correlator.
+type EventCorrelator = correlator.EventCorrelator
 
 // NewEventCorrelator returns a correlator with client-go's defaults: events
 // are combined once 10 distinct messages of similar events occur within 10
 // minutes of each other, and a source may send a burst of 25 events about
 // an object with one type and reason, refilled at one per 5 minutes.
 func NewEventCorrelator(clock clock.PassiveClock) *EventCorrelator {
-	return &EventCorrelator{correlator.NewEventCorrelator(clock)}
+	return correlator.NewEventCorrelator(clock)
 }
 
 // NewEventCorrelatorWithOptions returns a correlator configured by options;
 // a zero field means its default.
 func NewEventCorrelatorWithOptions(options CorrelatorOptions) *EventCorrelator {
-	return &EventCorrelator{correlator.NewEventCorrelatorWithOptions(options)}
+	return correlator.NewEventCorrelatorWithOptions(options)
 }
-
-// EventCorrelate returns what to write for newEvent: the event (new,
-// combined, or the stored one with its count raised), the patch for an
-// event the API server already has, and whether to skip it. An error means
-// a user's function (KeyFunc, MessageFunc, SpamKeyFunc) panicked on it.
-func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
-	return c.c.EventCorrelate(newEvent)
-}
-
-// UpdateState records the event the API server stored, so that the next
-// occurrence patches it. It never lowers a count.
-func (c *EventCorrelator) UpdateState(event *v1.Event) { c.c.UpdateState(event) }
 
 // EventAggregatorByReasonFunc is the default aggregation key function: the
 // aggregate key holds the event's Source, InvolvedObject (not FieldPath),

@@ -11,10 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 )
+
+// aggregatePrefix starts the message of a combined event (client-go's and
+// herald's default MessageFunc).
+const aggregatePrefix = "(combined from similar events): "
 
 // Contract 7: every event herald writes, combined events included, has a
 // valid name, unique even with a clock that stands still, and bounded
@@ -60,7 +63,7 @@ func TestCombinedEventNameIsValid(t *testing.T) {
 			evs := checkWritten(t, e, 10)
 			combined := 0
 			for _, ev := range evs {
-				if strings.HasPrefix(ev.Message, correlator.AggregateMessagePrefix) {
+				if strings.HasPrefix(ev.Message, aggregatePrefix) {
 					combined++
 				}
 			}
@@ -83,9 +86,9 @@ func TestCombinedEventNameUniqueWithFrozenClock(t *testing.T) {
 		t.Fatalf("created %d, patched or coalesced %d; want 10 and 2: %+v", s.Created, s.Patched+s.Coalesced, s)
 	}
 	for _, ev := range evs {
-		combined := strings.HasPrefix(ev.Message, correlator.AggregateMessagePrefix)
+		combined := strings.HasPrefix(ev.Message, aggregatePrefix)
 		switch {
-		case combined && (ev.Count != 3 || ev.Message != correlator.AggregateMessagePrefix+"attempt 11 failed"):
+		case combined && (ev.Count != 3 || ev.Message != aggregatePrefix+"attempt 11 failed"):
 			t.Errorf("combined event %s: count %d, message %q", ev.Name, ev.Count, ev.Message)
 		case !combined && ev.Count != 1:
 			t.Errorf("event %s (%q) has count %d: another event's write landed on it", ev.Name, ev.Message, ev.Count)

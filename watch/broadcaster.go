@@ -10,7 +10,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/heraldk8s/herald/internal/watchext"
 )
+
+// The parts of the Broadcaster that herald's record package uses and that
+// are not public API.
+func init() {
+	watchext.Set(watchext.Funcs[Broadcaster]{
+		NewPreparing: func(queueLength, behavior int, prepare func(runtime.Object)) *Broadcaster {
+			return newPreparingBroadcaster(queueLength, FullChannelBehavior(behavior), prepare)
+		},
+		Mark: (*Broadcaster).mark,
+	})
+}
 
 // FullChannelBehavior says what the loop of a [Broadcaster] does with an event
 // for a watcher whose channel is full. The values equal apimachinery's.
@@ -18,14 +31,13 @@ type FullChannelBehavior int
 
 const (
 	// WaitIfChannelFull makes the loop wait until the watcher has room or is
-	// stopped. No event is lost, but one slow watcher delays every watcher
+	// stopped (or a ShutdownWithContext gives up). No event is lost, but one slow watcher delays every watcher
 	// after it and, once the incoming queue fills up, the producers: Action
 	// then waits and ActionOrDrop drops. Any value other than
 	// DropIfChannelFull behaves like WaitIfChannelFull.
 	WaitIfChannelFull FullChannelBehavior = iota
 	// DropIfChannelFull makes the loop skip the event for that watcher and
-	// go on; the drop is counted in [Watcher.Dropped] and
-	// [Stats].WatcherDropped.
+	// go on; the drop is counted in [Stats].WatcherDropped.
 	DropIfChannelFull
 )
 
@@ -43,10 +55,16 @@ const incomingQueueLength = 25
 // whose channel is full waits for it or misses it, as its
 // [FullChannelBehavior] says.
 //
+// Its methods are those of apimachinery's watch.Broadcaster, with the same
+// meaning (see the package doc for the differences), plus the herald
+// additions [Broadcaster.ShutdownWithContext] and [Broadcaster.Stats]; the
+// watchers it hands out are apimachinery watch.Interfaces.
+//
 // A Broadcaster runs one loop goroutine, started by the constructor, that
 // moves events from the incoming queue to the watchers' channels, offering
 // each event to the watchers in the order they registered. Call
-// [Broadcaster.Shutdown] when done with it, or the goroutine leaks.
+// [Broadcaster.Shutdown] (or ShutdownWithContext) when done with it, or the
+// goroutine leaks.
 //
 // All methods are safe for simultaneous use by multiple goroutines. The zero
 // value is not usable: create a Broadcaster with [NewBroadcaster] or
@@ -62,15 +80,17 @@ type Broadcaster struct {
 	incoming chan item
 	stopping chan struct{} // closed when Shutdown starts
 	done     chan struct{} // closed when the loop has exited
+	abandon  chan struct{} // closed when a ShutdownWithContext gives up: the loop no longer waits for watchers
 
 	shutdownOnce sync.Once
+	abandonOnce  sync.Once
 
 	watchQueueLength int
 	behavior         FullChannelBehavior
 	prepare          func(runtime.Object) // run by the loop on each event before it is offered; may be nil
 
 	// watchers is owned by the loop goroutine, in registration order.
-	watchers []*Watcher
+	watchers []*watcher
 
 	incomingDropped atomic.Uint64
 	watcherDropped  atomic.Uint64
@@ -93,7 +113,7 @@ type item struct {
 // control is the extra part of an item that is not an ordinary event.
 // Exactly one field is set.
 type control struct {
-	watcher *Watcher        // register watcher
+	watcher *watcher        // register watcher
 	markCtx context.Context // distribute event as a mark, its waits bounded by markCtx
 }
 
@@ -115,12 +135,13 @@ func NewLongQueueBroadcaster(queueLength int, behavior FullChannelBehavior) *Bro
 	return newBroadcaster(queueLength, queueLength, behavior)
 }
 
-// NewPreparingBroadcaster is NewLongQueueBroadcaster with a function the
+// newPreparingBroadcaster is NewLongQueueBroadcaster with a function the
 // loop goroutine calls on each event (not on marks) before offering it to
 // the watchers, when there are any: work that the producers need not wait
 // for, such as naming the event. prepare must not block, and must not call
-// the Broadcaster.
-func NewPreparingBroadcaster(queueLength int, behavior FullChannelBehavior, prepare func(runtime.Object)) *Broadcaster {
+// the Broadcaster. herald's record package reaches it through
+// internal/watchext.
+func newPreparingBroadcaster(queueLength int, behavior FullChannelBehavior, prepare func(runtime.Object)) *Broadcaster {
 	b := newBroadcasterNoLoop(queueLength, queueLength, behavior)
 	b.prepare = prepare
 	go b.loop()
@@ -141,14 +162,14 @@ func newBroadcasterNoLoop(incomingLength, watchQueueLength int, behavior FullCha
 		incoming:         make(chan item, incomingLength),
 		stopping:         make(chan struct{}),
 		done:             make(chan struct{}),
+		abandon:          make(chan struct{}),
 		watchQueueLength: watchQueueLength,
 		behavior:         behavior,
 	}
 	return b
 }
 
-// Watch registers a new watcher and returns it; its dynamic type is
-// *[Watcher]. The watcher receives exactly the events queued after the
+// Watch registers a new watcher and returns it. The watcher receives exactly the events queued after the
 // registration (none queued before), in order, on a channel of the
 // broadcaster's queueLength.
 //
@@ -177,7 +198,7 @@ func (b *Broadcaster) WatchWithPrefix(prefix []apiwatch.Event) (apiwatch.Interfa
 	return b.watch(w)
 }
 
-func (b *Broadcaster) watch(w *Watcher) (apiwatch.Interface, error) {
+func (b *Broadcaster) watch(w *watcher) (apiwatch.Interface, error) {
 	b.watching.Add(1) // before the registration is queued: no event queued after it may skip the queue
 	if err := b.enqueue(item{ctl: &control{watcher: w}}, nil, false); err != nil {
 		b.watching.Add(-1)
@@ -213,7 +234,7 @@ func (b *Broadcaster) Action(action apiwatch.EventType, obj runtime.Object) erro
 // Shutdown has been called.
 //
 // ActionOrDrop never waits for the queue, the loop or a watcher, and does not
-// allocate. Unlike apimachinery's, it never waits behind Watch, Stop, Mark,
+// allocate. Unlike apimachinery's, it never waits behind Watch, Stop,
 // Action or Shutdown while they wait for the queue: it shares an internal
 // read lock with them, whose write side only Shutdown takes, for a moment,
 // after releasing every call that waits for the queue.
@@ -237,7 +258,8 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 	}
 }
 
-// Mark is a herald extension, not found in apimachinery. It queues obj
+// mark is a herald extension, not found in apimachinery, that herald's
+// record package reaches through internal/watchext. It queues obj
 // behind everything already queued, as an event of type watch.Added (a
 // consumer tells a mark from an ordinary event by the Go type of obj, which
 // should be one of its own), and returns once obj is queued. Like Action it
@@ -260,16 +282,16 @@ func (b *Broadcaster) ActionOrDrop(action apiwatch.EventType, obj runtime.Object
 // nothing but itself. Under WaitIfChannelFull the loop waits for room, as
 // it does for events; cancel ctx to bound how long a mark can hold it up.
 //
-// If obj implements [MarkNotifier], the loop calls its MarkDistributed once
+// If obj implements watchext.MarkNotifier, the loop calls its MarkDistributed once
 // it has offered the mark to every watcher, even when there are none: by
 // then every event queued before the mark has been offered to every
 // watcher and counted in [Stats].Distributed.
 //
-// Mark does not wait for delivery. A caller that needs to know when a
+// mark does not wait for delivery. A caller that needs to know when a
 // watcher's consumer got the mark must hear it from that consumer (for
 // instance through a channel inside obj), and must also take the watcher's
 // channel closing (Stop, Shutdown) as the end of the wait.
-func (b *Broadcaster) Mark(ctx context.Context, obj runtime.Object) error {
+func (b *Broadcaster) mark(ctx context.Context, obj runtime.Object) error {
 	it := item{event: apiwatch.Event{Type: apiwatch.Added, Object: obj}, ctl: &control{markCtx: ctx}}
 	if err := b.enqueue(it, ctx.Done(), false); err != nil {
 		if errors.Is(err, errCanceled) {
@@ -317,17 +339,35 @@ func (b *Broadcaster) enqueue(it item, cancel <-chan struct{}, event bool) error
 }
 
 // Shutdown stops the broadcaster. From the moment it is called, Action,
-// ActionOrDrop, Mark, Watch and WatchWithPrefix return ErrShutdown, and calls
+// ActionOrDrop, Watch and WatchWithPrefix return ErrShutdown, and calls
 // waiting for room in the queue give up with ErrShutdown. Everything already
 // queued is then distributed to the watchers as usual (under
-// WaitIfChannelFull that waits for slow watchers to read or stop; marks no
-// longer wait), every watcher's channel is closed, and Shutdown returns once
-// the loop goroutine has exited. It does not wait for watchers to read what
-// is left in their channels.
+// WaitIfChannelFull that waits for slow watchers to read or stop), every
+// watcher's channel is closed, and Shutdown returns once the loop goroutine
+// has exited. It does not wait for watchers to read what is left in their
+// channels. Under WaitIfChannelFull a watcher that is neither read nor
+// stopped holds Shutdown up for ever; [Broadcaster.ShutdownWithContext]
+// bounds the wait.
 //
 // Shutdown can be called any number of times, from any goroutine; every call
 // returns once the loop has exited.
 func (b *Broadcaster) Shutdown() {
+	_ = b.ShutdownWithContext(context.Background())
+}
+
+// ShutdownWithContext is Shutdown with a deadline, a herald addition: it
+// returns nil once the loop has distributed everything queued and exited, as
+// Shutdown does. If ctx ends first, the loop stops waiting for watchers
+// whose channel is full: the events left are put in the channels that have
+// room and counted as dropped for the others ([Stats].WatcherDropped), every
+// channel is closed, and ShutdownWithContext returns ctx.Err() once the
+// loop has exited, which then takes no longer than handing out what is
+// queued without waiting. A Shutdown running at the same time returns then
+// too.
+//
+// Under DropIfChannelFull the loop never waits for a watcher, so ctx only
+// bounds how long the distribution of a long queue may take.
+func (b *Broadcaster) ShutdownWithContext(ctx context.Context) error {
 	b.shutdownOnce.Do(func() {
 		close(b.stopping)
 		// Every sender holding the read lock now returns promptly: it either
@@ -336,7 +376,19 @@ func (b *Broadcaster) Shutdown() {
 		close(b.incoming)
 		b.mu.Unlock()
 	})
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+	}
+	select {
+	case <-b.done: // done by the time ctx ended
+		return nil
+	default:
+	}
+	b.abandonOnce.Do(func() { close(b.abandon) })
 	<-b.done
+	return ctx.Err()
 }
 
 // Stats is a snapshot of a Broadcaster's queue and drop counters.
@@ -348,8 +400,9 @@ type Stats struct {
 	// queue was full.
 	Dropped uint64
 	// WatcherDropped counts the events skipped for a watcher whose channel
-	// was full (DropIfChannelFull), summed over every watcher there has
-	// been, stopped ones included.
+	// was full (under DropIfChannelFull, or once ShutdownWithContext gave up
+	// waiting), summed over every watcher there has been, stopped ones
+	// included.
 	WatcherDropped uint64
 	// Distributed counts the events the loop has taken from the incoming
 	// queue and offered to every watcher registered at the time, however
@@ -394,9 +447,9 @@ func (b *Broadcaster) loop() {
 // register adds w to the watchers, unless it is stopped already, and forgets
 // the watchers that have stopped since the last event, so that watchers
 // started and stopped while no events flow do not pile up.
-func (b *Broadcaster) register(w *Watcher) {
+func (b *Broadcaster) register(w *watcher) {
 	n := len(b.watchers)
-	b.watchers = slices.DeleteFunc(b.watchers, (*Watcher).isStopped)
+	b.watchers = slices.DeleteFunc(b.watchers, (*watcher).isStopped)
 	gone := n - len(b.watchers)
 	if w.isStopped() {
 		gone++
@@ -420,7 +473,7 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	case markCtx != nil:
 		wait, abortA, abortB = true, markCtx.Done(), b.stopping
 	case b.behavior != DropIfChannelFull:
-		wait = true
+		wait, abortA = true, b.abandon
 	}
 	if markCtx == nil && b.prepare != nil && len(b.watchers) > 0 {
 		b.prepare(ev.Object)
@@ -453,16 +506,7 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 	if markCtx == nil {
 		b.distributed.Add(1)
 	}
-	if n, ok := ev.Object.(MarkNotifier); ok && markCtx != nil {
+	if n, ok := ev.Object.(watchext.MarkNotifier); ok && markCtx != nil {
 		n.MarkDistributed()
 	}
-}
-
-// MarkNotifier is implemented by a mark object that wants to know when the
-// loop has passed it: see [Broadcaster.Mark].
-type MarkNotifier interface {
-	// MarkDistributed is called by the loop goroutine once it has offered
-	// the mark to every watcher (delivered it, or left it to a watcher's
-	// own goroutine). It must return at once.
-	MarkDistributed()
 }

@@ -1,10 +1,17 @@
-// Package watch fans events out from producers to watchers. It is herald's
-// own implementation of the broadcaster found in apimachinery's
-// k8s.io/apimachinery/pkg/watch, and it hands out apimachinery's types: every
-// event is an apimachinery watch.Event and every [Watcher] is an
-// apimachinery watch.Interface, so anything that consumes an apimachinery
-// watch (watch.Filter, a range over ResultChan, code written for
-// client-go's record package) consumes ours unchanged.
+// Package watch fans events out from producers to watchers. It has the API
+// and meaning of apimachinery's watch mux, the Broadcaster of
+// k8s.io/apimachinery/pkg/watch ([NewBroadcaster], [NewLongQueueBroadcaster],
+// [WaitIfChannelFull], [DropIfChannelFull], Action, ActionOrDrop, Watch,
+// WatchWithPrefix, Shutdown), so code written for that mux switches by
+// changing its import path, and it hands out apimachinery's types: every
+// event is an apimachinery watch.Event and every watcher an apimachinery
+// watch.Interface, so anything that consumes an apimachinery watch
+// (watch.Filter, a range over ResultChan, code written for client-go's record
+// package) consumes ours unchanged. apimachinery's own mux tests pass against
+// it from another module with only the import changed
+// (internal/testing/muxcompat).
+//
+// herald's record package produces its events through a Broadcaster.
 //
 // # Model
 //
@@ -28,33 +35,34 @@
 // The constructors start the loop goroutine; [Broadcaster.Shutdown] stops it,
 // and a Broadcaster that is never shut down leaks it. Shutdown first hands
 // everything already queued to the watchers, then closes every watcher's
-// channel and returns once the loop has exited. After Shutdown every method
-// that would queue something returns [ErrShutdown]; none of them panics,
-// however they race with Shutdown.
+// channel and returns once the loop has exited. Under [WaitIfChannelFull] a
+// watcher that is neither read nor stopped holds Shutdown up for ever;
+// [Broadcaster.ShutdownWithContext] keeps a deadline: when its context ends,
+// the loop stops waiting, counts what the full watchers miss as dropped,
+// closes every channel and exits. After Shutdown every method that would
+// queue something returns [ErrShutdown]; none of them panics, however they
+// race with Shutdown.
 //
-// A consumer ends its watch with [Watcher.Stop], which closes the watcher's
-// channel at once, wakes the loop if it is waiting for that watcher, and is
-// safe to call any number of times, before, during or after Shutdown.
-//
-// # Marks
-//
-// [Broadcaster.Mark] is a herald extension with no counterpart in
-// apimachinery: it queues a marker object behind everything already queued,
-// and every watcher gets it, even one whose channel is full under
-// [DropIfChannelFull]: such a watcher gets it from a goroutine of its own as
-// soon as it has room, and the loop goes on with the others at once, so a
-// stuck watcher fills only its own channel. A consumer that receives its
-// mark knows it has been offered every event queued before it. herald's
-// record package builds Flush on it.
+// A consumer ends its watch with the watcher's Stop, which closes the
+// watcher's channel at once, wakes the loop if it is waiting for that
+// watcher, and is safe to call any number of times, before, during or after
+// Shutdown.
 //
 // # Differences from apimachinery
 //
 //   - ActionOrDrop never waits: apimachinery's takes a mutex that Watch,
-//     Watcher.Stop and Shutdown hold while they wait for room in the queue.
+//     a watcher's Stop and Shutdown hold while they wait for room in the
+//     queue.
 //   - Watch and WatchWithPrefix return as soon as the registration is queued,
-//     and Watcher.Stop returns at once; apimachinery's wait for the loop.
-//   - Drops are counted: [Watcher.Dropped] and [Broadcaster.Stats].
-//   - Errors after Shutdown are [ErrShutdown], usable with errors.Is.
+//     and a watcher's Stop returns at once; apimachinery's wait for the loop.
+//   - [Broadcaster.ShutdownWithContext] bounds the shutdown; apimachinery's
+//     Shutdown can wait for a stuck watcher for ever.
+//   - Drops are counted: [Broadcaster.Stats].
+//   - Errors after Shutdown are [ErrShutdown], usable with errors.Is (its
+//     text is apimachinery's).
 //   - The loop offers each event to the watchers in the order they registered
 //     (apimachinery's order is unspecified).
+//   - herald's record package also queues marks, markers that reach every
+//     watcher even when its channel is full, behind everything queued
+//     before them; its Flush is built on them. They are not public API.
 package watch

@@ -1,12 +1,9 @@
 package watch_test
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/heraldk8s/herald/watch"
@@ -32,47 +29,6 @@ func Example() {
 	// ADDED Scheduled
 	// ADDED Pulled
 	// ADDED Started
-}
-
-// flushMark is a consumer's own mark type; the consumer tells it from
-// ordinary events by its Go type.
-type flushMark struct{ done chan struct{} }
-
-func (*flushMark) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-func (m *flushMark) DeepCopyObject() runtime.Object { return m }
-
-func ExampleBroadcaster_Mark() {
-	b := watch.NewBroadcaster(100, watch.DropIfChannelFull)
-	defer b.Shutdown()
-	w, err := b.Watch()
-	if err != nil {
-		panic(err)
-	}
-	// The consumer handles events until its channel closes, and closes a
-	// mark's done channel when it gets there.
-	go func() {
-		for ev := range w.ResultChan() {
-			switch o := ev.Object.(type) {
-			case *flushMark:
-				close(o.done)
-			case *corev1.Event:
-				fmt.Println("handled", o.Reason)
-			}
-		}
-	}()
-	_ = b.Action(apiwatch.Added, &corev1.Event{Reason: "Started"})
-
-	// Flush: once the mark comes back, every event queued before it has
-	// been handled (or counted as dropped).
-	m := &flushMark{done: make(chan struct{})}
-	if err := b.Mark(context.Background(), m); err != nil {
-		panic(err)
-	}
-	<-m.done
-	fmt.Println("flushed")
-	// Output:
-	// handled Started
-	// flushed
 }
 
 func ExampleBroadcaster_WatchWithPrefix() {

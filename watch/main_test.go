@@ -10,8 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/watch"
 )
+
+// watchFuncs are the parts of the Broadcaster that are not public API.
+var watchFuncs = watchext.Get[watch.Broadcaster]()
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -86,13 +90,13 @@ func act(t testing.TB, b *watch.Broadcaster, n int) {
 	}
 }
 
-func mustWatch(t testing.TB, b *watch.Broadcaster) *watch.Watcher {
+func mustWatch(t testing.TB, b *watch.Broadcaster) watchext.Watcher {
 	t.Helper()
 	wi, err := b.Watch()
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
-	return wi.(*watch.Watcher)
+	return wi.(watchext.Watcher)
 }
 
 // recv returns the next event of w, failing if the channel is closed or
@@ -164,7 +168,7 @@ func async(t testing.TB, f func()) (wait func()) {
 // returned watcher is neither read nor stopped, holding the event -1: its
 // incoming queue and the watcher's channel are unbuffered, and Action(-1)
 // returns only once the loop has taken the event.
-func stuck(t testing.TB) (*watch.Broadcaster, *watch.Watcher) {
+func stuck(t testing.TB) (*watch.Broadcaster, watchext.Watcher) {
 	t.Helper()
 	b := watch.NewLongQueueBroadcaster(0, watch.WaitIfChannelFull)
 	w := mustWatch(t, b)

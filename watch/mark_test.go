@@ -9,6 +9,7 @@ import (
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/watch"
 )
 
@@ -43,7 +44,7 @@ func TestMarkWaitsForFullWatcherUnderDrop(t *testing.T) {
 	}
 	// The loop has offered 0..4 to w1 and w2: each holds 0, 1 and dropped
 	// 2, 3, 4. The mark must wait for room instead of being dropped.
-	if err := b.Mark(background(), &mark{1}); err != nil {
+	if err := watchFuncs.Mark(b, background(), &mark{1}); err != nil {
 		t.Fatalf("Mark: %v", err)
 	}
 	want := []string{"0", "1", "m1"}
@@ -56,7 +57,7 @@ func TestMarkWaitsForFullWatcherUnderDrop(t *testing.T) {
 	if got := recv(t, reader); got != "m1" {
 		t.Errorf("reader got %s, want m1", got)
 	}
-	for i, w := range []*watch.Watcher{w1, w2} {
+	for i, w := range []watchext.Watcher{w1, w2} {
 		if got := w.Dropped(); got != 3 {
 			t.Errorf("w%d.Dropped() = %d, want 3", i+1, got)
 		}
@@ -78,14 +79,14 @@ func TestMarkOrderedBehindQueuedEvents(t *testing.T) {
 	// missed are counted.
 	const events = 200
 	b := watch.NewBroadcaster(3, watch.DropIfChannelFull)
-	ws := []*watch.Watcher{mustWatch(t, b), mustWatch(t, b)}
+	ws := []watchext.Watcher{mustWatch(t, b), mustWatch(t, b)}
 	got := []func() []string{untilMark(t, ws[0]), untilMark(t, ws[1])}
 	for i := range events {
 		if _, err := b.ActionOrDrop(apiwatch.Added, &num{i}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Mark(background(), &mark{1}); err != nil {
+	if err := watchFuncs.Mark(b, background(), &mark{1}); err != nil {
 		t.Fatalf("Mark: %v", err)
 	}
 	defer b.Shutdown()
@@ -132,11 +133,11 @@ func untilMark(t testing.TB, w apiwatch.Interface) func() []string {
 func TestMarkWaitEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		end  func(b *watch.Broadcaster, slow *watch.Watcher, cancel func()) // ends the mark's wait for slow
+		end  func(b *watch.Broadcaster, slow watchext.Watcher, cancel func()) // ends the mark's wait for slow
 	}{
-		{"context canceled", func(_ *watch.Broadcaster, _ *watch.Watcher, cancel func()) { cancel() }},
-		{"watcher stopped", func(_ *watch.Broadcaster, slow *watch.Watcher, _ func()) { slow.Stop() }},
-		{"shutdown", func(b *watch.Broadcaster, _ *watch.Watcher, _ func()) { go b.Shutdown() }},
+		{"context canceled", func(_ *watch.Broadcaster, _ watchext.Watcher, cancel func()) { cancel() }},
+		{"watcher stopped", func(_ *watch.Broadcaster, slow watchext.Watcher, _ func()) { slow.Stop() }},
+		{"shutdown", func(b *watch.Broadcaster, _ watchext.Watcher, _ func()) { go b.Shutdown() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
@@ -149,7 +150,7 @@ func TestMarkWaitEnds(t *testing.T) {
 			// slow is full; the loop waits there with the mark.
 			ctx, cancel := context.WithCancel(background())
 			defer cancel()
-			if err := b.Mark(ctx, &mark{1}); err != nil {
+			if err := watchFuncs.Mark(b, ctx, &mark{1}); err != nil {
 				t.Fatalf("Mark: %v", err)
 			}
 			tc.end(b, slow, cancel)
@@ -175,7 +176,7 @@ func TestMarkContextCanceled(t *testing.T) {
 		w := mustWatch(t, b)
 		ctx, cancel := context.WithCancel(background())
 		cancel()
-		if err := b.Mark(ctx, &mark{1}); !errors.Is(err, context.Canceled) {
+		if err := watchFuncs.Mark(b, ctx, &mark{1}); !errors.Is(err, context.Canceled) {
 			t.Errorf("Mark = %v, want context.Canceled", err)
 		}
 		act(t, b, 0)
@@ -188,7 +189,7 @@ func TestMarkContextCanceled(t *testing.T) {
 		b, w := stuck(t) // the incoming queue never has room
 		ctx, cancel := context.WithCancel(background())
 		var err error
-		wait := async(t, func() { err = b.Mark(ctx, &mark{1}) })
+		wait := async(t, func() { err = watchFuncs.Mark(b, ctx, &mark{1}) })
 		cancel()
 		wait()
 		if !errors.Is(err, context.Canceled) {
@@ -200,7 +201,7 @@ func TestMarkContextCanceled(t *testing.T) {
 	t.Run("shutdown while waiting for the queue", func(t *testing.T) {
 		b, w := stuck(t)
 		var err error
-		wait := async(t, func() { err = b.Mark(background(), &mark{1}) })
+		wait := async(t, func() { err = watchFuncs.Mark(b, background(), &mark{1}) })
 		shutdown := async(t, b.Shutdown)
 		wait() // Shutdown releases Mark even though the loop is still stuck
 		if !errors.Is(err, watch.ErrShutdown) {
@@ -223,7 +224,7 @@ func TestMarkNeverHoldsUpTheLoop(t *testing.T) {
 	healthy := roomy(t, b, 30)
 	act(t, b, 0)
 	act(t, b, 1) // stuckW is now full
-	if err := b.Mark(background(), &mark{1}); err != nil {
+	if err := watchFuncs.Mark(b, background(), &mark{1}); err != nil {
 		t.Fatalf("Mark: %v", err)
 	}
 	for i := 2; i < 22; i++ {
@@ -278,11 +279,11 @@ func TestMarkNeverHoldsUpTheLoop(t *testing.T) {
 func TestPendingMarkEndsWithWatcher(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		end  func(b *watch.Broadcaster, w *watch.Watcher, cancel func())
+		end  func(b *watch.Broadcaster, w watchext.Watcher, cancel func())
 	}{
-		{"stop", func(_ *watch.Broadcaster, w *watch.Watcher, _ func()) { w.Stop() }},
-		{"shutdown", func(b *watch.Broadcaster, _ *watch.Watcher, _ func()) { b.Shutdown() }},
-		{"context", func(_ *watch.Broadcaster, _ *watch.Watcher, cancel func()) { cancel() }},
+		{"stop", func(_ *watch.Broadcaster, w watchext.Watcher, _ func()) { w.Stop() }},
+		{"shutdown", func(b *watch.Broadcaster, _ watchext.Watcher, _ func()) { b.Shutdown() }},
+		{"context", func(_ *watch.Broadcaster, _ watchext.Watcher, cancel func()) { cancel() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
@@ -292,7 +293,7 @@ func TestPendingMarkEndsWithWatcher(t *testing.T) {
 			ctx, cancel := context.WithCancel(background())
 			defer cancel()
 			for i := range 3 {
-				if err := b.Mark(ctx, &mark{i}); err != nil {
+				if err := watchFuncs.Mark(b, ctx, &mark{i}); err != nil {
 					t.Fatalf("Mark: %v", err)
 				}
 			}
@@ -329,7 +330,7 @@ func TestMarkNotifierWithoutWatchers(t *testing.T) {
 		act(t, b, i)
 	}
 	m := &notifyMark{mark: mark{1}, passed: make(chan struct{})}
-	if err := b.Mark(background(), m); err != nil {
+	if err := watchFuncs.Mark(b, background(), m); err != nil {
 		t.Fatalf("Mark: %v", err)
 	}
 	select {

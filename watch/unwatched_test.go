@@ -19,7 +19,7 @@ import (
 // the queue again.
 func TestUnwatchedEventsSkipTheQueue(t *testing.T) {
 	prepared := make(chan runtime.Object, 10)
-	b := watch.NewPreparingBroadcaster(10, watch.WaitIfChannelFull, func(o runtime.Object) { prepared <- o })
+	b := watchFuncs.NewPreparing(10, int(watch.WaitIfChannelFull), func(o runtime.Object) { prepared <- o })
 	defer b.Shutdown()
 	for i := range 100 {
 		if ok, err := b.ActionOrDrop(apiwatch.Added, &num{i}); !ok || err != nil {

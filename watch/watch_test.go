@@ -13,10 +13,9 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/heraldk8s/herald/internal/testing/check"
+	"github.com/heraldk8s/herald/internal/watchext"
 	"github.com/heraldk8s/herald/watch"
 )
-
-var _ apiwatch.Interface = (*watch.Watcher)(nil)
 
 func TestWatchSeesExactlyEventsQueuedAfterRegistration(t *testing.T) {
 	// The loop is held up by w0, so events 0..4 are still queued when w1
@@ -145,7 +144,7 @@ func TestFanOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const events = 50
 			b := watch.NewBroadcaster(events, tc.behavior)
-			var ws []*watch.Watcher
+			var ws []watchext.Watcher
 			for range 3 {
 				ws = append(ws, mustWatch(t, b))
 			}
@@ -221,7 +220,7 @@ func TestActionOrDropNeverWaitsBehindWaitingCalls(t *testing.T) {
 	waiting := []func(){
 		async(t, func() { _, errs[0] = b.Watch() }),
 		async(t, func() { errs[1] = b.Action(apiwatch.Added, &num{0}) }),
-		async(t, func() { errs[2] = b.Mark(background(), &mark{0}) }),
+		async(t, func() { errs[2] = watchFuncs.Mark(b, background(), &mark{0}) }),
 	}
 	async(t, func() {
 		for i := range 100 {
@@ -310,7 +309,7 @@ func TestStop(t *testing.T) {
 	})
 	t.Run("concurrent with shutdown", func(t *testing.T) {
 		b := watch.NewBroadcaster(4, watch.WaitIfChannelFull)
-		var ws []*watch.Watcher
+		var ws []watchext.Watcher
 		for range 8 {
 			ws = append(ws, mustWatch(t, b))
 		}
@@ -360,7 +359,7 @@ func waitShutdownStarted(t testing.TB, b *watch.Broadcaster) {
 	ctx, cancel := context.WithCancel(background())
 	cancel()
 	check.Eventually(t, "Shutdown to begin", func() error {
-		if err := b.Mark(ctx, &mark{-1}); !errors.Is(err, watch.ErrShutdown) {
+		if err := watchFuncs.Mark(b, ctx, &mark{-1}); !errors.Is(err, watch.ErrShutdown) {
 			return fmt.Errorf("Mark answered %v, not %v", err, watch.ErrShutdown)
 		}
 		return nil
@@ -413,6 +412,73 @@ func TestShutdownIdempotent(t *testing.T) {
 	drain(t, w)
 }
 
+// TestShutdownWithContextBoundsTheWait: under WaitIfChannelFull a watcher
+// that is neither read nor stopped holds Shutdown up; once the context of
+// ShutdownWithContext ends, the loop hands out what is queued without
+// waiting (the events the watcher cannot take are counted as dropped),
+// closes its channel and exits; ShutdownWithContext returns the context's
+// error and a Shutdown waiting beside it returns too.
+func TestShutdownWithContextBoundsTheWait(t *testing.T) {
+	// The loop is held by w on event 0 while 1..9 sit in the queue.
+	b := watch.NewBroadcaster(0, watch.WaitIfChannelFull)
+	w := mustWatch(t, b)
+	for i := range 10 {
+		act(t, b, i)
+	}
+	ctx, cancel := context.WithCancel(background())
+	shutdown := async(t, b.Shutdown)
+	var err error
+	withCtx := async(t, func() { err = b.ShutdownWithContext(ctx) })
+	cancel()
+	withCtx()
+	shutdown()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ShutdownWithContext = %v, want context.Canceled", err)
+	}
+	if got := drain(t, w); len(got) != 0 {
+		t.Errorf("w got %v, want nothing: it never read", got)
+	}
+	if got := w.Dropped(); got != 10 {
+		t.Errorf("w.Dropped() = %d, want 10", got)
+	}
+	if s := b.Stats(); s.WatcherDropped != 10 || s.Distributed != 10 || s.Queued != 0 {
+		t.Errorf("Stats() = %+v, want 10 dropped for the watcher, 10 distributed, none queued", s)
+	}
+	if err := b.ShutdownWithContext(background()); err != nil {
+		t.Errorf("ShutdownWithContext after the loop exited = %v, want nil", err)
+	}
+	if err := b.Action(apiwatch.Added, &num{10}); !errors.Is(err, watch.ErrShutdown) {
+		t.Errorf("Action after ShutdownWithContext = %v, want ErrShutdown", err)
+	}
+}
+
+// TestShutdownWithContextDeliversEverything: when the loop is done before
+// the context ends, ShutdownWithContext is Shutdown: every queued event
+// reaches the watcher that reads, and it returns nil, even when the context
+// has ended by the time it looks.
+func TestShutdownWithContextDeliversEverything(t *testing.T) {
+	b := watch.NewBroadcaster(0, watch.WaitIfChannelFull)
+	w := mustWatch(t, b)
+	got := collect(t, w)
+	for i := range 10 {
+		act(t, b, i)
+	}
+	if err := b.ShutdownWithContext(background()); err != nil {
+		t.Errorf("ShutdownWithContext = %v, want nil", err)
+	}
+	if got, want := got(), span(0, 9); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	ctx, cancel := context.WithCancel(background())
+	cancel()
+	if err := b.ShutdownWithContext(ctx); err != nil {
+		t.Errorf("ShutdownWithContext(canceled) after the loop exited = %v, want nil", err)
+	}
+	if s := b.Stats(); s.WatcherDropped != 0 || s.Distributed != 10 {
+		t.Errorf("Stats() = %+v, want 10 distributed and no drop", s)
+	}
+}
+
 func TestErrShutdown(t *testing.T) {
 	b := watch.NewBroadcaster(1, watch.DropIfChannelFull)
 	b.Shutdown()
@@ -442,7 +508,7 @@ func TestErrShutdown(t *testing.T) {
 			}
 			return err
 		}},
-		{"Mark", func() error { return b.Mark(background(), &mark{0}) }},
+		{"Mark", func() error { return watchFuncs.Mark(b, background(), &mark{0}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(); !errors.Is(err, watch.ErrShutdown) {
@@ -502,7 +568,7 @@ func TestProducersRacingShutdown(t *testing.T) {
 							}
 						case 3:
 							if i%2 == 0 {
-								err = b.Mark(background(), &mark{i})
+								err = watchFuncs.Mark(b, background(), &mark{i})
 							} else {
 								var wi apiwatch.Interface
 								if wi, err = b.Watch(); err == nil {

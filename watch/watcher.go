@@ -7,12 +7,14 @@ import (
 	"sync/atomic"
 
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/heraldk8s/herald/internal/watchext"
 )
 
-// Watcher is one consumer's view of a [Broadcaster]: an apimachinery
+// watcher is one consumer's view of a [Broadcaster]: an apimachinery
 // watch.Interface whose channel receives the broadcaster's events. Watch and
-// WatchWithPrefix return a *Watcher as a watch.Interface; assert the type to
-// reach Dropped.
+// WatchWithPrefix return a *watcher as a watch.Interface; herald's record
+// package reaches Stopped, Dropped and Offered through internal/watchext.
 //
 // The contract is apimachinery's: the consumer reads ResultChan until it is
 // closed and calls Stop when it wants to finish early. The channel is closed
@@ -20,7 +22,7 @@ import (
 //
 // All methods are safe for simultaneous use by multiple goroutines. The zero
 // value is not usable: watchers come only from a Broadcaster.
-type Watcher struct {
+type watcher struct {
 	result   chan apiwatch.Event
 	stopped  chan struct{} // closed by Stop
 	stopOnce sync.Once
@@ -57,10 +59,10 @@ type pendingMark struct {
 	ctx context.Context
 }
 
-var _ apiwatch.Interface = (*Watcher)(nil)
+var _ watchext.Watcher = (*watcher)(nil)
 
-func newWatcher(size int) *Watcher {
-	return &Watcher{
+func newWatcher(size int) *watcher {
+	return &watcher{
 		result:  make(chan apiwatch.Event, size),
 		stopped: make(chan struct{}),
 		closing: make(chan struct{}),
@@ -70,7 +72,7 @@ func newWatcher(size int) *Watcher {
 // ResultChan returns the channel on which the watcher receives events. The
 // channel is closed after Stop or Shutdown; every event delivered before that
 // stays readable.
-func (w *Watcher) ResultChan() <-chan apiwatch.Event {
+func (w *watcher) ResultChan() <-chan apiwatch.Event {
 	return w.result
 }
 
@@ -80,7 +82,7 @@ func (w *Watcher) ResultChan() <-chan apiwatch.Event {
 // waiting and goes on with the other watchers. Stop returns at once, without
 // waiting for the loop or the queue, and can be called any number of times,
 // from any goroutine, before, during or after Shutdown.
-func (w *Watcher) Stop() {
+func (w *watcher) Stop() {
 	w.stopOnce.Do(func() {
 		close(w.stopped)
 		w.closeResult()
@@ -89,14 +91,14 @@ func (w *Watcher) Stop() {
 
 // Stopped returns a channel that is closed when Stop is called (not when
 // Shutdown closes the watcher's channel).
-func (w *Watcher) Stopped() <-chan struct{} {
+func (w *watcher) Stopped() <-chan struct{} {
 	return w.stopped
 }
 
 // Dropped returns how many events this watcher missed because its channel was
 // full when the loop offered them (DropIfChannelFull only; marks are never
 // dropped).
-func (w *Watcher) Dropped() uint64 {
+func (w *watcher) Dropped() uint64 {
 	return w.dropped.Load()
 }
 
@@ -105,12 +107,12 @@ func (w *Watcher) Dropped() uint64 {
 // Once the watcher is stopped or closed the count no longer changes, so
 // Offered minus Dropped is then exactly the number of events the channel
 // received.
-func (w *Watcher) Offered() uint64 {
+func (w *watcher) Offered() uint64 {
 	return w.offered.Load()
 }
 
 // isStopped reports whether Stop has been called.
-func (w *Watcher) isStopped() bool {
+func (w *watcher) isStopped() bool {
 	select {
 	case <-w.stopped:
 		return true
@@ -122,7 +124,7 @@ func (w *Watcher) isStopped() bool {
 // closeResult closes result unless it is closed already. Every caller returns
 // once result is closed. It waits for the mark sender, which its closing
 // channel has told to give up, and so for nothing that can block.
-func (w *Watcher) closeResult() {
+func (w *watcher) closeResult() {
 	w.closeOnce.Do(func() {
 		w.mu.Lock()
 		w.closed = true
@@ -148,7 +150,7 @@ const (
 
 // putLocked puts ev in the channel if it has room and no mark waits for the
 // mark sender (ev must not overtake it). w.mu is held.
-func (w *Watcher) putLocked(ev apiwatch.Event) bool {
+func (w *watcher) putLocked(ev apiwatch.Event) bool {
 	if len(w.marks) > 0 {
 		return false
 	}
@@ -165,7 +167,7 @@ func (w *Watcher) putLocked(ev apiwatch.Event) bool {
 // (either may be nil) is closed.
 // While marks wait for the mark sender, ev finds the channel full and does
 // not wait: it must not overtake them.
-func (w *Watcher) send(ev apiwatch.Event, wait bool, abortA, abortB <-chan struct{}) sendResult {
+func (w *watcher) send(ev apiwatch.Event, wait bool, abortA, abortB <-chan struct{}) sendResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -198,7 +200,7 @@ func (w *Watcher) send(ev apiwatch.Event, wait bool, abortA, abortB <-chan struc
 // waiting; otherwise it leaves the mark to the mark sender (starting it if
 // needed) and returns sendDeferred at once. The sender delivers it when room
 // appears, or gives it up when ctx ends or the watcher is stopped or closed.
-func (w *Watcher) sendMark(ev apiwatch.Event, ctx context.Context) sendResult {
+func (w *watcher) sendMark(ev apiwatch.Event, ctx context.Context) sendResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -228,7 +230,7 @@ func (w *Watcher) sendMark(ev apiwatch.Event, ctx context.Context) sendResult {
 // sendMarks is the mark sender: it delivers w.marks in order, each as soon as
 // the channel has room, and exits when none is left or the watcher is
 // stopped or closing. It never holds mu while it waits.
-func (w *Watcher) sendMarks(done chan struct{}) {
+func (w *watcher) sendMarks(done chan struct{}) {
 	defer close(done)
 	for {
 		w.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -162,4 +163,54 @@ func copyFixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// TestCountNames counts each kind of line of a listing: a function, a
+// variable, a constant (two lines), a struct type with a field, an
+// interface type with a method, a method, and a //deprecated line.
+func TestCountNames(t *testing.T) {
+	lines := []string{
+		"pkg example.com/p, func F(int) error",
+		"pkg example.com/p, func F //deprecated",
+		"pkg example.com/p, var V error",
+		"pkg example.com/p, const C untyped int",
+		"pkg example.com/p, const C = 1",
+		"pkg example.com/p, type S struct",
+		"pkg example.com/p, type S struct, A int",
+		"pkg example.com/p, type S struct, embedded example.com/q.T",
+		"pkg example.com/p, type I interface { M }",
+		"pkg example.com/p, type I interface, M(int, string)",
+		"pkg example.com/p, type Fn func(int, string) (bool, error)",
+		"pkg example.com/p, type A = example.com/q.T",
+		"pkg example.com/p, method (*S) M() (int, error)",
+	}
+	// F, V, C, S, I, Fn, A, M.
+	if got, want := countNames(lines), 8; got != want {
+		t.Errorf("countNames = %d, want %d", got, want)
+	}
+}
+
+// TestMax checks that -max fails when the fixture has more names than
+// allowed, and passes when it has no more.
+func TestMax(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"testdata/fixture"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("apilisting testdata/fixture: exit %d\n%s", code, stderr.String())
+	}
+	n := countNames(splitLines(stdout.String()))
+	if n < 2 {
+		t.Fatalf("the fixture has %d names", n)
+	}
+	for _, tc := range []struct {
+		max, code int
+	}{{n, 0}, {n - 1, 1}} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run([]string{"-max", strconv.Itoa(tc.max), "testdata/fixture"}, &stdout, &stderr); code != tc.code {
+			t.Errorf("-max %d with %d names: exit %d, want %d\n%s", tc.max, n, code, tc.code, stderr.String())
+		}
+		if tc.code != 0 && !strings.Contains(stderr.String(), "more than the") {
+			t.Errorf("-max %d: stderr %q does not say the limit is passed", tc.max, stderr.String())
+		}
+	}
 }

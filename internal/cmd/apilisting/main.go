@@ -25,6 +25,11 @@
 // With -check the command exits 1 when the code and the file differ, and
 // prints the lines the code adds (+) and removes (-), so that every change of
 // the public API shows in review: `make api` rewrites the file.
+//
+// With -max n the command also exits 1 when the public API has more than n
+// names: each function, variable, constant, type and method counts once (a
+// type's fields and an interface's methods are part of the type), the count
+// of the issue-19 budget, which `make vet` keeps.
 package main
 
 import (
@@ -51,8 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	out := flags.String("o", "", "write the listing to `file` instead of standard output")
 	check := flags.String("check", "", "compare the code with the listing in `file`; exit 1 and print the difference when they differ")
+	maxNames := flags.Int("max", 0, "exit 1 when the public API has more than `n` names (0: no limit)")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: apilisting [-o file | -check file] [module-dir ...]\n")
+		fmt.Fprintf(stderr, "usage: apilisting [-o file | -check file] [-max n] [module-dir ...]\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -70,6 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "apilisting:", err)
 		return 2
+	}
+	status := 0
+	if n := countNames(lines); *maxNames > 0 && n > *maxNames {
+		fmt.Fprintf(stderr, "The public API has %d names, more than the %d allowed (-max).\n", n, *maxNames)
+		status = 1
 	}
 	switch {
 	case *check != "":
@@ -100,7 +111,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	return 0
+	return status
+}
+
+// countNames returns how many names a listing holds: every function,
+// variable, constant, type and method line counts once, except a
+// constant's type line (its value line counts), the fields and methods
+// listed under a struct or interface type, and //deprecated lines.
+func countNames(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		_, rest, ok := strings.Cut(l, ", ")
+		if !ok || strings.HasSuffix(rest, "//deprecated") {
+			continue
+		}
+		kind, decl, _ := strings.Cut(rest, " ")
+		switch kind {
+		case "func", "var", "method":
+			n++
+		case "const":
+			if strings.Contains(decl, " = ") {
+				n++
+			}
+		case "type":
+			if !strings.Contains(decl, " struct, ") && !strings.Contains(decl, " interface, ") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // listModules returns the sorted listing of the modules rooted at dirs.

@@ -44,7 +44,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/examples/controller/controller"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
@@ -198,7 +197,7 @@ func run(ctx context.Context, opts options, out io.Writer) (err error) {
 	if err := printEvents(out, events.Items, time.Now()); err != nil {
 		return err
 	}
-	if n := correlator.DefaultMaxEvents; opts.edits >= n {
+	if n := 10; opts.edits >= n { // correlator's default MaxEvents
 		fmt.Fprintf(out, "(%s: %d distinct messages, then the %dth and later ones in one combined event, as client-go does)\n",
 			burstName, n-1, n)
 	}

@@ -9,8 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/heraldk8s/herald/correlator"
 	"github.com/heraldk8s/herald/record"
+)
+
+// The correlator's defaults, client-go's: a spam key's burst, the distinct
+// messages that make events combine, and the prefix of a combined message.
+const (
+	defaultBurst     = 25
+	defaultMaxEvents = 10
+	aggregatePrefix  = "(combined from similar events): "
 )
 
 // TestRepeatedEventCount records 100 identical events about one object and
@@ -34,8 +41,8 @@ func TestRepeatedEventCount(t *testing.T) {
 		},
 		{
 			name:         "spam filter on",
-			wantCount:    correlator.DefaultBurstSize,
-			wantFiltered: occurrences - correlator.DefaultBurstSize,
+			wantCount:    defaultBurst,
+			wantFiltered: occurrences - defaultBurst,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +95,7 @@ func TestAggregation(t *testing.T) {
 		h.rec.Eventf(obj, v1.EventTypeWarning, "FailedMount", "volume vol-%d could not be mounted", i)
 	}
 	s := h.flush(flushTimeout)
-	maxEvents := correlator.DefaultMaxEvents
+	maxEvents := defaultMaxEvents
 	wantAggregated := int64(distinct - maxEvents + 1)
 	if s.Recorded != distinct || s.Aggregated != wantAggregated || s.Filtered != 0 || s.Dropped.Total() != 0 || written(s) != distinct {
 		t.Errorf("stats %+v: want %d recorded and written, %d aggregated", s, distinct, wantAggregated)
@@ -101,7 +108,7 @@ func TestAggregation(t *testing.T) {
 		plain := map[string]bool{}
 		var combined []v1.Event
 		for _, e := range evs {
-			if strings.HasPrefix(e.Message, correlator.AggregateMessagePrefix) {
+			if strings.HasPrefix(e.Message, aggregatePrefix) {
 				combined = append(combined, e)
 				continue
 			}
@@ -119,7 +126,7 @@ func TestAggregation(t *testing.T) {
 			return fmt.Errorf("%d combined events, want 1", len(combined))
 		}
 		c := combined[0]
-		wantMsg := correlator.AggregateMessagePrefix + fmt.Sprintf("volume vol-%d could not be mounted", distinct-1)
+		wantMsg := aggregatePrefix + fmt.Sprintf("volume vol-%d could not be mounted", distinct-1)
 		switch {
 		case c.Message != wantMsg:
 			return fmt.Errorf("combined message %q, want %q", c.Message, wantMsg)

@@ -1,9 +1,12 @@
-// This file is apimachinery v0.37.2's pkg/watch/mux_test.go
-// (k8s.io/apimachinery@v0.37.2/pkg/watch/mux_test.go), run against
-// herald's watch.Broadcaster. The test code is unmodified except for the
-// imports and the places marked "// herald: <why>". The apimachinery names
-// it uses unqualified (Event, Interface, Added, ...) are aliases defined in
-// mux_compat_shims_test.go.
+// This file is apimachinery's pkg/watch/mux_test.go, taken from
+// k8s.io/apimachinery@v0.35.10 (the version herald's go.mod selects; the
+// file is the same in v0.37.2), run against herald's watch.Broadcaster from
+// this module, which is not herald's: only the import of herald's watch is
+// added, and the apimachinery names the test uses unqualified (Event,
+// Interface, Added, ...) are aliases in aliases.go. The one exception is
+// TestBroadcasterShutdownRace, marked "// herald:" below: apimachinery's drives
+// the unexported internals of its own Broadcaster, which no other
+// implementation has.
 // Original license:
 //
 /*
@@ -30,10 +33,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldk8s/herald/internal/testing/compat/assert"
+	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	. "github.com/heraldk8s/herald/watch"
 )
 
 type myType struct {
@@ -224,14 +229,11 @@ func TestBroadcasterWatchAfterShutdown(t *testing.T) {
 	m := NewBroadcaster(0, WaitIfChannelFull)
 	m.Shutdown()
 
-	// herald: the error is the exported ErrShutdown ("watch: broadcaster is
-	// shut down"), which callers match with errors.Is; apimachinery's is an
-	// unexported "broadcaster already stopped".
 	_, err := m.Watch()
-	assert.EqualError(t, err, ErrShutdown.Error(), "Watch should report error id broadcaster is shutdown")
+	assert.EqualError(t, err, "broadcaster already stopped", "Watch should report error id broadcaster is shutdown")
 
 	_, err = m.WatchWithPrefix([]Event{event1, event2})
-	assert.EqualError(t, err, ErrShutdown.Error(), "WatchWithPrefix should report error id broadcaster is shutdown")
+	assert.EqualError(t, err, "broadcaster already stopped", "WatchWithPrefix should report error id broadcaster is shutdown")
 }
 
 func TestBroadcasterSendEventAfterShutdown(t *testing.T) {
@@ -249,13 +251,12 @@ func TestBroadcasterSendEventAfterShutdown(t *testing.T) {
 	// Send a couple events after closing the broadcast channel.
 	t.Log("Sending event")
 
-	// herald: the error is the exported ErrShutdown (see above).
 	err := m.Action(event.Type, event.Object)
-	assert.EqualError(t, err, ErrShutdown.Error(), "ActionOrDrop should report error id broadcaster is shutdown")
+	assert.EqualError(t, err, "broadcaster already stopped", "ActionOrDrop should report error id broadcaster is shutdown")
 
 	sendOnClosed, err := m.ActionOrDrop(event.Type, event.Object)
 	assert.False(t, sendOnClosed, "ActionOrDrop should return false if broadcaster is already shutdown")
-	assert.EqualError(t, err, ErrShutdown.Error(), "ActionOrDrop should report error id broadcaster is shutdown")
+	assert.EqualError(t, err, "broadcaster already stopped", "ActionOrDrop should report error id broadcaster is shutdown")
 }
 
 // Test this since we see usage patterns where the broadcaster and watchers are
