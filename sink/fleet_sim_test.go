@@ -58,7 +58,7 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.2f, max requests of one engine while down %d, peak %d/s, first batch stored %.2fs after return, all %.1fs",
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s, first batch stored %.2fs after return, all %.1fs",
 		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.firstBatchStored.Seconds(), r.allStored.Seconds())
 }
 
