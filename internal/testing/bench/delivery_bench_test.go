@@ -153,6 +153,9 @@ var scenarios = []scenario{
 		name: "goroutines",
 		run:  goroutines,
 	},
+	lotsOfEvents,
+	random503,
+	loneOutage,
 }
 
 func BenchmarkDelivery(b *testing.B) {
@@ -194,6 +197,9 @@ type pipeline struct {
 	logs   *bench.LogCounter
 	herald []record.BroadcasterOption
 	client []clientrecord.BroadcasterOption
+	// quiet and maxObserve replace the constants of the same names in
+	// observe when quiet is set (the lone-engine scenarios take longer).
+	quiet, maxObserve time.Duration
 
 	// Set by start.
 	rec      clientrecord.EventRecorder
@@ -228,8 +234,12 @@ func (p *pipeline) burst(objs []*v1.Pod) {
 // says it has flushed, or (client-go) the sink has been quiet for the quiet
 // period after quietFrom.
 func (p *pipeline) observe(start, quietFrom time.Time, s *bench.CountingSink, want int64) bench.Progress {
+	q, most := quiet, maxObserve
+	if p.quiet > 0 {
+		q, most = p.quiet, p.maxObserve
+	}
 	if p.impl != "herald" {
-		return bench.Observe(start, quietFrom, s.Written, want, nil, quiet, time.Since(start)+maxObserve)
+		return bench.Observe(start, quietFrom, s.Written, want, nil, q, time.Since(start)+most)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -237,7 +247,7 @@ func (p *pipeline) observe(start, quietFrom time.Time, s *bench.CountingSink, wa
 		defer close(done)
 		_ = p.heraldEB.Flush(ctx)
 	}()
-	prog := bench.Observe(start, quietFrom, s.Written, want, done, quiet, time.Since(start)+maxObserve)
+	prog := bench.Observe(start, quietFrom, s.Written, want, done, q, time.Since(start)+most)
 	cancel()
 	<-done
 	return prog
@@ -285,21 +295,29 @@ func burstDistinct(n int) func(*testing.B, *pipeline) metrics {
 		p.start(s)
 		start := time.Now()
 		p.burst(objs)
-		prog := p.observe(start, start, s, int64(n))
-		dropped := p.dropped()
-		_, leaked := p.shutdown()
-		events, _ := s.Stored()
-		var m metrics
-		m.add("recorded", float64(n))
-		m.add("delivered", float64(events))
-		m.add("dropped", float64(dropped))
-		m.add("lost", float64(int64(n)-int64(events)-dropped))
+		m, prog := drained(p, s, int64(n), start)
 		m.add("events/s", float64(prog.N)/prog.Last.Sub(start).Seconds())
 		m.add("ms-to-final", since(start, prog.Last))
 		m.add("ms-per-write", float64(s.MeanCall())/float64(time.Millisecond))
-		m.add("goroutines-leaked", float64(leaked))
 		return m
 	}
+}
+
+// drained observes p until the n distinct events recorded from start are
+// written (or it stops trying), shuts it down and returns what was
+// recorded, delivered, dropped, lost and leaked, and what it observed.
+func drained(p *pipeline, s *bench.CountingSink, n int64, start time.Time) (metrics, bench.Progress) {
+	prog := p.observe(start, start, s, n)
+	dropped := p.dropped()
+	_, leaked := p.shutdown()
+	events, _ := s.Stored()
+	var m metrics
+	m.add("recorded", float64(n))
+	m.add("delivered", float64(events))
+	m.add("dropped", float64(dropped))
+	m.add("lost", float64(n-int64(events)-dropped))
+	m.add("goroutines-leaked", float64(leaked))
+	return m, prog
 }
 
 // burstIdentical records the same event n times in one burst (spam filter

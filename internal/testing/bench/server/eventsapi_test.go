@@ -23,32 +23,47 @@ import (
 //
 //   - from its start until downUntil, every request is answered 503 with a
 //     Status body (an API server that is not ready);
-//   - after that it admits requests through model (a per-second window or a
-//     token bucket, see model.go) and answers the rest 429 TooManyRequests
-//     with the model's Retry-After, as API Priority and Fairness does when
-//     it sheds load.
+//   - after that it serves requests through model (model.go): each request
+//     reaches it latency() after it was sent (the network's latency, fixed
+//     or jittered), and its answer leaves when the model says (after a wait
+//     in its queue, or its service time); the requests the model does not
+//     admit are answered 429 TooManyRequests with the model's Retry-After,
+//     as API Priority and Fairness does when it sheds load.
 type eventsAPI struct {
 	start     time.Time
 	downUntil time.Time
-	model     server.Model
+	model     server.API // under mu
+	latency   func() time.Duration
 
 	mu        sync.Mutex
 	events    map[string]*v1.Event // namespace/name
-	perSecond map[int]int          // requests by second since start
+	perSecond map[int]int          // requests by second since start, as they arrive
 	requests  int
 	down      int // requests answered during the outage
 	tooMany   int
 	writes    int // requests that stored something
+	// early counts the writes of each client (by user agent, up to its
+	// first space) that arrived in the first earlyFor after the outage:
+	// the fleet's share while every controller has a backlog.
+	early map[string]int
 	// stored is called with each newly stored event (under mu).
 	stored func(ev *v1.Event, at time.Time)
 }
 
-func newEventsAPI(start time.Time, outage time.Duration, model server.Model) *eventsAPI {
+// newEventsAPI returns a server down from start for outage, then serving
+// through model; latency (nil: none) is each request's network latency.
+func newEventsAPI(start time.Time, outage time.Duration, model server.API, latency func() time.Duration) *eventsAPI {
+	if latency == nil {
+		latency = func() time.Duration { return 0 }
+	}
 	return &eventsAPI{
-		start: start, downUntil: start.Add(outage), model: model,
-		events: map[string]*v1.Event{}, perSecond: map[int]int{},
+		start: start, downUntil: start.Add(outage), model: model, latency: latency,
+		events: map[string]*v1.Event{}, perSecond: map[int]int{}, early: map[string]int{},
 	}
 }
+
+// earlyFor is how long after the outage eventsAPI.early counts.
+const earlyFor = 5 * time.Second
 
 func status(w http.ResponseWriter, code int, reason, msg string, retryAfter int) {
 	w.Header().Set("Content-Type", "application/json")
@@ -63,22 +78,36 @@ func status(w http.ResponseWriter, code int, reason, msg string, retryAfter int)
 
 func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	now := time.Now()
-	sec := int(now.Sub(s.start) / time.Second)
+	if d := s.latency(); d > 0 {
+		time.Sleep(d)
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	now := time.Now()
 	s.requests++
-	s.perSecond[sec]++
+	s.perSecond[int(now.Sub(s.start)/time.Second)]++
 	if now.Before(s.downUntil) {
 		s.down++
+		s.mu.Unlock()
 		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is not ready", 0)
 		return
 	}
-	if ok, retryAfter := s.model.Admit(now); !ok {
+	a := s.model.Serve(now)
+	s.mu.Unlock()
+	if d := time.Until(a.Leaves); d > 0 {
+		time.Sleep(d)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !a.OK {
 		s.tooMany++
-		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", int(math.Ceil(retryAfter.Seconds())))
+		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", int(math.Ceil(a.RetryAfter.Seconds())))
 		return
 	}
+	if now.Sub(s.downUntil) < earlyFor {
+		ua, _, _ := strings.Cut(r.UserAgent(), " ")
+		s.early[ua]++
+	}
+	now = time.Now()
 	// /api/v1/namespaces/{ns}/events[/{name}]
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) < 5 || parts[0] != "api" || parts[2] != "namespaces" || parts[4] != "events" {

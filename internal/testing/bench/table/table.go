@@ -186,7 +186,7 @@ var unitOrder = []string{
 	"ns/op", "B/op", "allocs/op", "arg-allocs/op", "dropped/op",
 	"recorded", "delivered", "written", "writes", "creates", "patches", "finalcount",
 	"stale-at-end", "stale-after-3s", "stale-after-flush", "dropped", "abandoned", "lost",
-	"events/s", "ms-per-write", "failed-writes", "ms-to-final", "ms-to-drain", "shutdown-ms",
+	"events/s", "ms-per-write", "failed-writes", "ms-to-final", "ms-to-drain", "ms-to-drain-worst", "ms-to-drain-mean", "s-to-all", "x-configured-rate", "shutdown-ms",
 	"goroutines-started", "goroutines-peak", "goroutines-leaked",
 }
 
@@ -260,6 +260,7 @@ func (r *Results) Markdown(w io.Writer) error {
 				s.Name, u, format(cv, cok), format(hv, hok), ratio(hv, hok, cv, cok), target, met)
 		}
 	}
+	r.fleetSummary(bw)
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw, "Notes:")
 	fmt.Fprintln(bw)
@@ -291,17 +292,26 @@ func (r *Results) Markdown(w io.Writer) error {
 func (r *Results) Missed() []string {
 	var out []string
 	for _, s := range r.Scenarios {
-		h, c := s.Impl[Herald], s.Impl[ClientGo]
-		for _, u := range s.units() {
-			for _, t := range Targets {
-				if t.Metric != u || !t.scenario().MatchString(s.ID()) {
-					continue
-				}
-				if _, ok := value(h, u); ok && (!t.NeedsClientGo || c != nil) && !t.Check(h.Metrics, metricsOf(c)) {
-					out = append(out, s.Name+" "+u)
-				}
-				break
+		for _, u := range r.missedIn(s) {
+			out = append(out, s.Name+" "+u)
+		}
+	}
+	return out
+}
+
+// missedIn returns the metrics of s whose target is measured and not met.
+func (r *Results) missedIn(s *Scenario) []string {
+	var out []string
+	h, c := s.Impl[Herald], s.Impl[ClientGo]
+	for _, u := range s.units() {
+		for _, t := range Targets {
+			if t.Metric != u || !t.scenario().MatchString(s.ID()) {
+				continue
 			}
+			if _, ok := value(h, u); ok && (!t.NeedsClientGo || c != nil) && !t.Check(h.Metrics, metricsOf(c)) {
+				out = append(out, u)
+			}
+			break
 		}
 	}
 	return out

@@ -147,12 +147,13 @@ BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/
 }
 
 // The fleet targets hold for every loopback server model (Fleet/window,
-// Fleet/bucket) and for none of the real server's figures (FleetAPF), which
-// are printed only.
+// Fleet/queue, ...) and latency and for none of the real server's figures
+// (FleetAPF), which are printed only; the summary has one row per run.
 func TestFleetTargetsByServerModel(t *testing.T) {
 	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
-BenchmarkFleet/window/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	6000 recorded	6000 stored
-BenchmarkFleet/bucket/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	6000 recorded	5999 stored
+BenchmarkFleet/window/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	1.667 peak-x-capacity	6000 recorded	6000 stored	0.95 jain-early
+BenchmarkFleet/window/latency=fixed/defaults/impl=client-go-2 	1	1 ns/op	3000 lost	300 peak-requests/s	1.0 peak-x-capacity	6000 recorded	3000 stored
+BenchmarkFleet/queue/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	1.333 peak-x-capacity	6000 recorded	5999 stored
 BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1500 recorded	1497 stored
 `
 	res, err := Parse(strings.NewReader(out))
@@ -164,18 +165,40 @@ BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Fleet/window/defaults | peak-requests/s | — | 500 | — | herald ≤ 450 (1.5× capacity) | **NO** |",
-		"| Fleet/window/defaults | stored | — | 6000 | — | herald = recorded | yes |",
-		"| Fleet/bucket/defaults | peak-requests/s | — | 400 | — | herald ≤ 450 (1.5× capacity) | yes |",
-		"| Fleet/bucket/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
+		"| Fleet/window/latency=fixed/defaults | peak-x-capacity | 1 | 1.67 | 1.67× | herald ≤ 1.5 | **NO** |",
+		"| Fleet/window/latency=fixed/defaults | stored | 3000 | 6000 | 2.00× | herald = recorded | yes |",
+		"| Fleet/queue/latency=jittered/defaults | peak-x-capacity | — | 1.33 | — | herald ≤ 1.5 | yes |",
+		"| Fleet/queue/latency=jittered/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
 		"| FleetAPF/defaults | lost | — | 3 | — |  |  |",
 		"| FleetAPF/defaults | peak-requests/s | — | 900 | — |  |  |",
+		"| window/latency=fixed/defaults | herald | 6000 | 0 | — | — | 1.67 | — | — | 0.95 | peak-x-capacity |",
+		"| window/latency=fixed/defaults | client-go | 3000 | 3000 | — | — | 1 | — | — | — |  |",
+		"| queue/latency=jittered/defaults | herald | 5999 | 0 | — | — | 1.33 | — | — | — | stored |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}
 	}
-	if got := strings.Join(res.Missed(), ", "); got != "Fleet/window/defaults peak-requests/s, Fleet/bucket/defaults stored" {
+	if strings.Contains(b.String(), "| defaults | herald |") {
+		t.Error("the real server's fleet is in the summary")
+	}
+	if got := strings.Join(res.Missed(), ", "); got != "Fleet/window/latency=fixed/defaults peak-x-capacity, Fleet/queue/latency=jittered/defaults stored" {
+		t.Errorf("missed %q", got)
+	}
+}
+
+// The lone-engine targets of issue 25.
+func TestLoneTargets(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench
+BenchmarkDelivery/lone-lots-of-events-1000/impl=herald-2 	1	1 ns/op	1000 delivered	0 lost	1000 recorded	38.2 s-to-all
+BenchmarkDelivery/lone-random-503-600/impl=herald-2 	1	1 ns/op	600 delivered	0 lost	600 recorded	0.86 x-configured-rate
+BenchmarkDelivery/lone-outage-3s-503-1500-x5/impl=herald-2 	1	1 ns/op	0 lost	7500 recorded	7500 written	1560 ms-to-drain-worst
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.Missed(), ", "); got != "Delivery/lone-lots-of-events-1000 s-to-all, Delivery/lone-outage-3s-503-1500-x5 ms-to-drain-worst" {
 		t.Errorf("missed %q", got)
 	}
 }
