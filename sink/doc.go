@@ -103,6 +103,15 @@
 // (healthy, shedding, probing), the current rate, the events held back and
 // the age of the oldest pending event.
 //
+// The engine limits its rate first and its concurrency second. A rate is
+// what the user configures (QPS, as client-go's), what the API server's
+// limits are made of (priority and fairness's seats per second, a token
+// bucket) and what a fleet must share: with writes of a few milliseconds a
+// concurrency limit of one is already hundreds of writes a second, too
+// coarse to divide a server among a hundred controllers. The window of
+// writes under way (at most Workers) is kept as a bound on the requests
+// one engine has out when the server stops answering.
+//
 // A key interval (the events package's series interval; none for core/v1
 // events) spaces the writes of each key: a hot
 // series (one event repeated many times a second) is then written at most
