@@ -41,19 +41,21 @@
 //	------------------------------------------------  ---------  ------------------------------------------
 //	transport error, client timeout, 503, 504, an     server     every key waits behind one probe
 //	  error the engine cannot read, with nothing
-//	  answered since it was sent
+//	  answered since it was sent nor within
+//	  BaseDelay before
 //	the probe fails                                   server     the probe's backoff grows
 //	any failure but a 429 with Retry-After, while     the key    the key backs off alone (BaseDelay·2^n up
 //	  another write was answered since it was sent    (and its     to MaxDelay, or the Retry-After), charged
 //	  or since the key last failed, or in a           namespace)   a try, dropped after MaxTries as
 //	  namespace seen failing while others are                      retries_exhausted; nobody else waits and
 //	  answered                                                     the rate is not cut
-//	5xx, or 429 without Retry-After, of a second      server     every key waits behind one probe; the
-//	  distinct key with no answer in between (of a                 tries charged to the first are refunded
-//	  second namespace, or of the only namespace
-//	  with writes ready)
-//	the first 5xx or 429 without Retry-After, with    the key    as for the key, until a second key says
-//	  no evidence yet                                              otherwise
+//	5xx, 429 without Retry-After, or no answer, of a  server     every key waits behind one probe; the
+//	  second distinct key with no answer in between                tries charged to the first are refunded
+//	  (of a second namespace, or of the only
+//	  namespace with writes ready)
+//	the first 5xx or 429 without Retry-After, or no   the key    as for the key, until a second key says
+//	  answer within BaseDelay of another answer,                   otherwise
+//	  with no evidence yet
 //	429 with Retry-After while another write was      shedding   the rate is cut (once per Retry-After),
 //	  answered within two Retry-Afters (at least 2 s)              the key is held for the Retry-After (it
 //	                                                               goes earlier if it is the oldest
@@ -79,7 +81,9 @@
 // when the server sheds load.
 //
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
-// default) whose rate adapts to the server, as TCP's congestion window
+// default; every request takes a token, the probe too, and one that fails
+// other than with a 429 gives it back: the limit is of writes answered,
+// and one event's failures cost the others nothing) whose rate adapts to the server, as TCP's congestion window
 // does to losses, with the 429 as the loss and the Retry-After as the
 // round: a 429 cuts the rate to 0.6 times the lower of the rate and the
 // engine's recent share (its successful writes, or 0.8 of what it sent if
@@ -98,6 +102,15 @@
 // each per backoff step while it is down. [Stats] shows the server state
 // (healthy, shedding, probing), the current rate, the events held back and
 // the age of the oldest pending event.
+//
+// The engine limits its rate first and its concurrency second. A rate is
+// what the user configures (QPS, as client-go's), what the API server's
+// limits are made of (priority and fairness's seats per second, a token
+// bucket) and what a fleet must share: with writes of a few milliseconds a
+// concurrency limit of one is already hundreds of writes a second, too
+// coarse to divide a server among a hundred controllers. The window of
+// writes under way (at most Workers) is kept as a bound on the requests
+// one engine has out when the server stops answering.
 //
 // A key interval (the events package's series interval; none for core/v1
 // events) spaces the writes of each key: a hot

@@ -72,6 +72,9 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	// waits BaseDelay or its backoff.
 	wait := min(cmp.Or(r.retryAfter, s.base), s.max)
 	w := s.blameOf(t, r, now, wait) // reads the key's previous failure
+	if r.fault != faultShed && r.fault != faultLimited {
+		s.pace.refund()
+	}
 	en.failed, en.failedAt = true, now
 	// A write that got no answer, or a 5xx, may have been stored: a Create
 	// answered AlreadyExists later found its own event (see write). A 429
@@ -146,7 +149,13 @@ func (s *sched) blameOf(t *task, r result, now time.Time, wait time.Duration) wh
 		s.blame.note(t.en)
 		return byServer
 	}
-	w, refund := s.blame.failure(t.en, t.sentAt, r.fault == faultTransport, s.readyOutside)
+	// No answer is the server's at once, unless the server answered
+	// within BaseDelay before the request went: then one silent request
+	// is the key's first suspicion, as a 5xx is, and a second key must
+	// fail too (an outage costs one request more, a random failure
+	// does not stall everyone for a backoff).
+	silent := r.fault == faultTransport && (s.blame.lastOK.IsZero() || t.sentAt.Sub(s.blame.lastOK) >= s.base)
+	w, refund := s.blame.failure(t.en, t.sentAt, silent, s.readyOutside)
 	for _, en := range refund {
 		en.failures = max(0, en.failures-1)
 	}

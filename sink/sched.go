@@ -248,14 +248,18 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 			return nil, earliest(s.health.probeAt, wake)
 		}
 		probe = true
+	}
+	// Every request takes a token, the probe too: a probe is a write, and
+	// a sink whose every event fails at first (client-go's TestLotsOfEvents)
+	// is written through probes at the configured rate, not above it.
+	s.weigh(now, nil)
+	if wait := s.pace.take(now); wait > 0 {
+		s.heldBack = true
+		return nil, earliest(now.Add(wait), wake)
+	}
+	if probe {
 		s.health.probing = true
 		s.health.probes++
-	} else {
-		s.weigh(now, nil)
-		if wait := s.pace.take(now); wait > 0 {
-			s.heldBack = true
-			return nil, earliest(now.Add(wait), wake)
-		}
 	}
 	var en *entry
 	switch {

@@ -1,0 +1,188 @@
+package sink
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// loneConfig is a lone engine on a simulated clock: n events recorded at
+// t=0, answered by answer after latency.
+type loneConfig struct {
+	opts    Options
+	events  int
+	latency time.Duration
+	// answer is the sink: the result of t, sent at at.
+	answer func(t *task, at time.Duration) result
+	seed   uint64
+	end    time.Duration
+}
+
+type loneResult struct {
+	stored, dropped, requests int
+	allStored                 time.Duration // -1: never
+	storedAt                  []time.Duration
+}
+
+func (r loneResult) String() string {
+	return fmt.Sprintf("stored %d, dropped %d, requests %d, all stored at %v", r.stored, r.dropped, r.requests, r.allStored)
+}
+
+// simulateLone runs cfg; its event loop is simulate's, for one engine.
+func simulateLone(cfg loneConfig) loneResult {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o, _ := cfg.opts.withDefaults()
+	s := newSched(o, rand.New(rand.NewPCG(cfg.seed, 1)), t0)
+	for k := range cfg.events {
+		name := fmt.Sprintf("obj%d.1", k)
+		ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Count: 1}
+		s.add(name, &item{ev: ev, create: true, n: 1, since: t0}, t0)
+	}
+	res := loneResult{allStored: -1}
+	var q simQueue
+	seq := 0
+	push := func(e simEvent) { seq++; e.seq = seq; heap.Push(&q, e) }
+	push(simEvent{at: 0, wake: true})
+	idle, wakeAt := o.Workers, time.Duration(-1)
+	for q.Len() > 0 {
+		ev := heap.Pop(&q).(simEvent)
+		if ev.at > cfg.end {
+			break
+		}
+		now := ev.at
+		if ev.t != nil {
+			idle++
+			res.requests++
+			r := cfg.answer(ev.t, ev.t.sentAt.Sub(t0))
+			if r.out == outWritten {
+				res.stored++
+				res.storedAt = append(res.storedAt, now)
+			}
+			if s.finish(ev.t, r, t0.Add(now)) == vExhausted || r.out == outDropped {
+				res.dropped++
+			}
+			if res.stored+res.dropped == cfg.events && res.allStored < 0 {
+				res.allStored = now
+			}
+		} else if wakeAt == ev.at {
+			wakeAt = -1
+		}
+		for idle > 0 {
+			t, at := s.next(t0.Add(now))
+			if t == nil {
+				if !at.IsZero() {
+					if d := at.Sub(t0); wakeAt < 0 || d < wakeAt {
+						wakeAt = d
+						push(simEvent{at: d, wake: true})
+					}
+				}
+				break
+			}
+			idle--
+			push(simEvent{at: now + cfg.latency, t: t})
+		}
+	}
+	return res
+}
+
+// refusedFourTimes answers as client-go's TestLotsOfEvents's sink: each
+// event is refused four times with an error the engine cannot read, then
+// stored.
+func refusedFourTimes() func(t *task, _ time.Duration) result {
+	counts := map[string]int{}
+	return func(t *task, _ time.Duration) result {
+		counts[t.it.ev.Name]++
+		if counts[t.it.ev.Name] < 5 {
+			return result{out: outFailed, fault: faultTransport}
+		}
+		return result{out: outWritten}
+	}
+}
+
+// client-go's TestLotsOfEvents's scenario, on a simulated clock: 1,000
+// distinct events, each refused four times before it is stored, at
+// herald's default write rate (50/s, burst 100) and client-go's test's
+// sleep of zero. The floor is (1,000-100)/50 = 18 s; a refused request
+// gives its token back, so that refusals of single events do not halve
+// the rate (before, 40 s against the real broadcaster). Target: 22 s.
+func TestLoneEngineLotsOfEvents(t *testing.T) {
+	r := simulateLone(loneConfig{opts: Options{MaxDelay: NoWait}, events: 1000, latency: 50 * time.Microsecond,
+		end: 100 * time.Second, answer: refusedFourTimes()})
+	t.Log(r)
+	if r.stored != 1000 || r.allStored < 0 || r.allStored > 22*time.Second {
+		t.Errorf("%v, want all 1000 stored within 22 s", r)
+	}
+}
+
+// A sink that fails 10% of its writes at random (503, no answer) gets at
+// least 0.85 of the configured rate: one failure while the server answers
+// the others is not an outage, and gives its token back.
+func TestLoneEngineRandomFailures(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		r := simulateLone(loneConfig{events: 2000, latency: time.Millisecond, end: 200 * time.Second, seed: seed,
+			answer: func(*task, time.Duration) result {
+				if rnd.Float64() < 0.1 {
+					return result{out: outFailed, fault: faultTransport}
+				}
+				return result{out: outWritten}
+			}})
+		rate := float64(r.stored) / r.allStored.Seconds()
+		t.Logf("seed %d: %v, %.1f writes/s", seed, r, rate)
+		if r.stored != 2000 || rate < 0.85*defaultQPS {
+			t.Errorf("seed %d: %v, %.1f writes/s, want all stored at >= %v/s", seed, r, rate, 0.85*defaultQPS)
+		}
+	}
+}
+
+// A lone engine with the write limit off drains 2,000 events held by a
+// 3 s outage within a second of the server's return, in every run (the
+// bench's outage scenario: 16 workers, backoff 100 ms to 500 ms, 1 ms
+// writes).
+func TestLoneEngineOutageDrain(t *testing.T) {
+	const outage = 3 * time.Second
+	for seed := uint64(1); seed <= 5; seed++ {
+		r := simulateLone(loneConfig{
+			opts:   Options{Workers: 16, QPS: Unlimited, BaseDelay: 100 * time.Millisecond, MaxDelay: 500 * time.Millisecond},
+			events: 2000, latency: time.Millisecond, end: 20 * time.Second, seed: seed,
+			answer: func(_ *task, at time.Duration) result {
+				if at < outage {
+					return result{out: outFailed, fault: faultTransport}
+				}
+				return result{out: outWritten}
+			}})
+		t.Logf("seed %d: %v, drained %v after the return", seed, r, r.allStored-outage)
+		if r.stored != 2000 || r.allStored-outage > time.Second {
+			t.Errorf("seed %d: %v, want all stored within 1 s of the return", seed, r)
+		}
+	}
+}
+
+// A server that shows no load (flat latency, no 429) gets the configured
+// rate from the first instant: the burst at once, then QPS writes/s, with
+// no slow start.
+func TestLoneEngineFlatServerGetsConfiguredRate(t *testing.T) {
+	const latency = 2 * time.Millisecond
+	r := simulateLone(loneConfig{events: 1000, latency: latency, end: 60 * time.Second,
+		answer: func(*task, time.Duration) result { return result{out: outWritten} }})
+	for i, at := range r.storedAt {
+		// The i-th write (from 0) comes no later than the configured
+		// bucket lets it or the workers can carry it (the window of writes
+		// under way starts at one and grows by one per success: three
+		// latencies to reach four), plus its latency and one interval.
+		bucket := time.Duration(float64(max(0, i+1-defaultBurst)) / defaultQPS * float64(time.Second))
+		workers := time.Duration(i/defaultWorkers+3) * latency
+		limit := max(bucket, workers) + latency + time.Second/defaultQPS
+		if at > limit {
+			t.Fatalf("write %d stored at %v, the configured rate allows it by %v", i, at, limit)
+		}
+	}
+	if r.stored != 1000 {
+		t.Fatalf("%v", r)
+	}
+}
