@@ -14,27 +14,30 @@ import (
 	"github.com/heraldk8s/herald/record"
 )
 
+// Every name below is that of package
+// github.com/heraldk8s/herald/controllerruntime, whose doc tells what it
+// does; the code behind both is one (controllerruntime/internal/core).
+
 // Option configures the broadcasters behind the manager.
 type Option func(*options)
 
 type options = core.Options
 
-// WithBroadcasterOptions gives options of package record to both the
-// core/v1 and the events.k8s.io/v1 broadcaster (record.WithSinkOptions,
-// record.WithQueueLength, ...): a write limit thus applies to each API.
+// WithBroadcasterOptions gives options of package record to both
+// broadcasters (controllerruntime.WithBroadcasterOptions).
 func WithBroadcasterOptions(opts ...record.BroadcasterOption) Option {
 	return func(o *options) { o.Record = append(o.Record, opts...) }
 }
 
 // WithEventsOptions gives options of package events to the
-// events.k8s.io/v1 broadcaster only (events.WithSeriesInterval).
+// events.k8s.io/v1 broadcaster only (controllerruntime.WithEventsOptions).
 func WithEventsOptions(opts ...events.Option) Option {
 	return func(o *options) { o.Events = append(o.Events, opts...) }
 }
 
-// Manager is a controller-runtime manager whose event recorders are
-// herald's. It embeds the manager built by manager.New, so it is a
-// manager.Manager and passes everywhere one is expected.
+// Manager is a controller-runtime v0.23 or v0.24 manager whose event
+// recorders are herald's (controllerruntime.Manager). It embeds the manager
+// built by manager.New, so it is a manager.Manager.
 type Manager struct {
 	manager.Manager
 
@@ -47,27 +50,9 @@ var (
 )
 
 // NewManager is manager.New (ctrl.NewManager) with herald recording every
-// event the manager's recorders record. opts is used as manager.New uses
-// it, except:
-//
-//   - EventBroadcaster must be nil: herald provides the broadcasters.
-//   - With LeaderElection on and no LeaderElectionResourceLockInterface,
-//     NewManager builds the resource lock as controller-runtime would
-//     (leaderelection.NewResourceLock, with LeaderElectionConfig if set),
-//     with herald's core/v1 recorder, so leader election's events go
-//     through herald too. They are written with cfg, like every herald
-//     event, even when LeaderElectionConfig points elsewhere
-//     (controller-runtime writes them with LeaderElectionConfig).
-//
-// herald writes with clients of its own made from cfg
-// (sink.NewForConfig and events.NewForConfig: no client-side rate limit,
-// herald's write limit being the budget, and a " herald-events" user
-// agent), and logs through opts.Logger (by default
-// controller-runtime's log.Log, as the manager does); with V(1) enabled
-// there, every event is also logged, as controller-runtime's recorders do.
-//
-// NewManager starts herald's goroutines at once: call Start, or Shutdown
-// when the manager is dropped without being started.
+// event the manager's recorders record (controllerruntime.NewManager).
+// Call Start, or Shutdown when the manager is dropped without being
+// started.
 func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*Manager, error) {
 	m := new(Manager)
 	c, err := core.New(cfg, opts, core.Collect(heraldOpts), func(c *core.Manager) recorder.Provider {
@@ -82,10 +67,9 @@ func NewManager(cfg *rest.Config, opts manager.Options, heraldOpts ...Option) (*
 }
 
 // GetEventRecorder returns a herald events.k8s.io/v1 recorder whose events
-// name reportingController name (a qualified name). Objects' kinds are
-// resolved with the manager's scheme. It is client-go's
-// events.EventRecorder, as controller-runtime v0.23 and v0.24 return; it
-// also implements events.EventRecorderLogger.
+// name reportingController name (a qualified name), as client-go's
+// events.EventRecorder, the type controller-runtime v0.23 and v0.24 ask
+// for; it is also an events.EventRecorderLogger.
 func (m *Manager) GetEventRecorder(name string) clientevents.EventRecorder {
 	return m.c.EventsRecorder(name)
 }
@@ -99,48 +83,32 @@ func (m *Manager) GetEventRecorderFor(name string) clientrecord.EventRecorder {
 	return m.c.CoreRecorder(name)
 }
 
-// Start starts the manager (manager.Manager's Start) and, once it has
-// stopped, writes what herald still holds within what is left of the
-// manager's GracefulShutdownTimeout, counted from when ctx ended, then stops
-// herald's goroutines. Events recorded after that are dropped and counted
-// (Stats().Dropped.AfterShutdown). It returns the manager's error, or
-// else the shutdown's (events abandoned at the deadline, counted).
-//
-// A manager starts once: a second call returns an error at once, and does
-// not stop herald under the running manager.
-//
-// When the manager stops on its own (an error, leader election lost)
-// rather than because ctx ended, the flush gets the whole
-// GracefulShutdownTimeout from that moment.
+// Start starts the manager and, once it has stopped, writes what herald
+// still holds within what is left of the manager's GracefulShutdownTimeout,
+// then stops herald (controllerruntime.Manager.Start).
 func (m *Manager) Start(ctx context.Context) error {
 	return m.c.Start(ctx)
 }
 
-// Flush waits until every event recorded so far, through either API, has
-// been written (or dropped, counted), or ctx ends.
+// Flush waits until every event recorded so far has been written (or
+// dropped, counted), or ctx ends.
 func (m *Manager) Flush(ctx context.Context) error {
 	return m.c.Flush(ctx)
 }
 
 // Shutdown writes what is pending until ctx ends and stops herald's
-// goroutines. Start calls it; call it yourself only if you never call
-// Start. It may be called from a watcher's handler (see Broadcasters), as
-// the broadcasters' own ShutdownWithContext may: the broadcasters are shut
-// down one after the other on the caller's goroutine, while both keep
-// writing.
+// goroutines; Start calls it.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	return m.c.Shutdown(ctx)
 }
 
-// Stats returns the counters of the core/v1 broadcaster (GetEventRecorderFor
-// and leader election) and of the events.k8s.io/v1 one (GetEventRecorder).
+// Stats returns the counters of the core/v1 broadcaster and of the
+// events.k8s.io/v1 one.
 func (m *Manager) Stats() (core, eventsV1 record.Stats) {
 	return m.c.Stats()
 }
 
-// Broadcasters returns herald's broadcasters behind the manager, for
-// watchers (StartEventWatcher, StartLogging) and metrics
-// (record/metrics.NewCollector takes either).
+// Broadcasters returns herald's broadcasters behind the manager.
 func (m *Manager) Broadcasters() (core record.EventBroadcaster, eventsV1 events.EventBroadcaster) {
 	return m.c.Broadcasters()
 }

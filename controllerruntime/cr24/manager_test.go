@@ -3,6 +3,7 @@ package cr24_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,9 +98,10 @@ func TestManagerRecordsThroughHeraldAndFlushesAtStop(t *testing.T) {
 	if ev.Recorded != n || ev.Created != n {
 		t.Errorf("events.k8s.io/v1: recorded %d, created %d, want %d each", ev.Recorded, ev.Created, n)
 	}
-	// The runnable's event and leader election's "became leader".
-	if core.Recorded != 2 || core.Created != 2 {
-		t.Errorf("core/v1: recorded %d, created %d, want 2 each (the runnable's, leader election's)", core.Recorded, core.Created)
+	// The runnable's event and leader election's ("became leader", and
+	// "stopped leading" as the manager stops).
+	if core.Recorded < 2 || core.Created != core.Recorded {
+		t.Errorf("core/v1: recorded %d, created %d, want at least 2, all written", core.Recorded, core.Created)
 	}
 
 	list, err := cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
@@ -124,11 +126,11 @@ func TestManagerRecordsThroughHeraldAndFlushesAtStop(t *testing.T) {
 		switch {
 		case e.Reason == "Stopped" && e.Source.Component == "herald-cr24-test":
 			stopped++
-		case e.Reason == "LeaderElection" && e.InvolvedObject.Name == "herald-cr24-test":
+		case e.Reason == "LeaderElection" && e.InvolvedObject.Name == "herald-cr24-test" && strings.HasSuffix(e.Message, " became leader"):
 			leader++
 		}
 	}
 	if stopped != 1 || leader != 1 {
-		t.Errorf("core/v1 events stored: %d Stopped (want 1), %d LeaderElection (want 1): %+v", stopped, leader, coreList.Items)
+		t.Errorf("core/v1 events stored: %d Stopped (want 1), %d LeaderElection became leader (want 1), of %d", stopped, leader, len(coreList.Items))
 	}
 }
