@@ -30,7 +30,9 @@
 #
 #   COMPAT_K8S="v0.35.10 v0.36.6 v0.37.2"
 #   COMPAT_CR="v0.23.3:v0.35.10 v0.24.1:v0.36.6 v0.25.2:v0.37.2"
-#   COMPAT_TESTFLAGS="-count=1"        (add -race for a slower, stricter run)
+#   COMPAT_TESTFLAGS="-count=1 -timeout 30m"   (add -race for a slower, stricter run;
+#                                      go test's default 10m is short for the
+#                                      kubebuilder example on a busy machine)
 #   COMPAT_MODULES="root controllerruntime"
 #   COMPAT_SERVER_TESTS="controllerruntime"   (add root; empty: none)
 #   COMPAT_KEEP=1                      keep the temporary copies
@@ -44,7 +46,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 GO=${GO:-go}
 k8s_versions=${COMPAT_K8S:-v0.35.10 v0.36.6 v0.37.2}
 cr_pairs=${COMPAT_CR:-v0.23.3:v0.35.10 v0.24.1:v0.36.6 v0.25.2:v0.37.2}
-testflags=${COMPAT_TESTFLAGS:--count=1}
+testflags=${COMPAT_TESTFLAGS:--count=1 -timeout 30m}
 modules=${COMPAT_MODULES:-root controllerruntime}
 server_tests=${COMPAT_SERVER_TESTS-controllerruntime}
 apiserver=$root/bin/kube-apiserver
