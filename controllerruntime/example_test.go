@@ -72,7 +72,8 @@ func ExampleNewManager() {
 		}
 		fmt.Printf("%s %s/%s %s %s: %s (count %d)\n", e.ReportingController, e.Regarding.Kind, e.Regarding.Name, e.Type, e.Reason, e.Note, count)
 	}
-	_, s := mgr.Stats()
+	_, eventsV1 := mgr.Broadcasters()
+	s := eventsV1.Stats()
 	fmt.Printf("recorded %d, created %d, dropped %d\n", s.Recorded, s.Created, s.Dropped.Total())
 	// Output:
 	// example.com/settings-controller ConfigMap/settings Warning InvalidSpec: missing required key "mode" (count 3)

@@ -67,7 +67,7 @@ func flush(t *testing.T, mgr *heraldcr.Manager) {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	if err := mgr.Flush(ctx); err != nil {
-		core, ev := mgr.Stats()
+		core, ev := statsOf(mgr)
 		t.Fatalf("Flush: %v\ncore stats %+v\nevents stats %+v", err, core, ev)
 	}
 }
@@ -169,12 +169,12 @@ func TestGetEventRecorderWritesEventsV1(t *testing.T) {
 		t.Errorf("Invalid event = %+v", inv)
 	}
 
-	_, s := mgr.Stats()
+	_, s := statsOf(mgr)
 	checkNoDrops(t, "events.k8s.io/v1", s)
 	if s.Recorded != n+1 || s.Created != 2 {
 		t.Errorf("events.k8s.io/v1 stats: recorded %d, created %d, want %d and 2: %+v", s.Recorded, s.Created, n+1, s)
 	}
-	if core, _ := mgr.Stats(); core.Recorded != 0 {
+	if core, _ := statsOf(mgr); core.Recorded != 0 {
 		t.Errorf("core/v1 broadcaster recorded %d events, want 0", core.Recorded)
 	}
 }
@@ -209,7 +209,7 @@ func TestGetEventRecorderForWritesCoreV1(t *testing.T) {
 	if e.Reason != "Synced" || e.Message != "synced watched" || e.Type != corev1.EventTypeNormal || e.Count != n {
 		t.Errorf("reason %q, message %q, type %q, count %d (want %d)", e.Reason, e.Message, e.Type, e.Count, n)
 	}
-	core, ev := mgr.Stats()
+	core, ev := statsOf(mgr)
 	checkNoDrops(t, "core/v1", core)
 	if core.Recorded != n || ev.Recorded != 0 {
 		t.Errorf("recorded: core/v1 %d (want %d), events.k8s.io/v1 %d (want 0)", core.Recorded, n, ev.Recorded)
@@ -290,7 +290,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 			}}
 			rec.Eventf(obj, nil, corev1.EventTypeNormal, "Stopping", "Shutdown", "stopping while handling %s", obj.Name)
 		}
-		_, s := mgr.Stats()
+		_, s := statsOf(mgr)
 		recorded <- snapshot{time.Now(), s.Created}
 		return nil
 	})); err != nil {
@@ -306,7 +306,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	_, s := mgr.Stats()
+	_, s := statsOf(mgr)
 	snap := <-recorded
 	t.Logf("Start returned %v after cancel, %v after the runnable had recorded its %d events (%d written then); stats %+v",
 		took, time.Since(snap.at), n, snap.written, s)
@@ -340,7 +340,7 @@ func TestStartFlushesEventsOfStoppingRunnables(t *testing.T) {
 
 	// Recording after Start returned is dropped and counted.
 	rec.Eventf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}, nil, corev1.EventTypeNormal, "Late", "Shutdown", "too late")
-	if _, s := mgr.Stats(); s.Dropped.AfterShutdown != 1 {
+	if _, s := statsOf(mgr); s.Dropped.AfterShutdown != 1 {
 		t.Errorf("after Start returned: AfterShutdown %d, want 1", s.Dropped.AfterShutdown)
 	}
 
@@ -377,7 +377,7 @@ func TestStartGivesUpAtGracefulShutdownTimeout(t *testing.T) {
 	stop := startManager(t, mgr)
 	<-running
 	took, err := stop()
-	_, s := mgr.Stats()
+	_, s := statsOf(mgr)
 	t.Logf("Start returned after %v: %v; stats %+v", took, err, s)
 	if err == nil {
 		t.Errorf("Start returned nil, want the shutdown's error (events abandoned)")
@@ -431,7 +431,7 @@ func TestLeaderElectionEventWrittenOnce(t *testing.T) {
 		return nil
 	})
 	flush(t, mgr)
-	core, ev := mgr.Stats()
+	core, ev := statsOf(mgr)
 	if core.Created < 1 || core.Recorded < 1 {
 		t.Errorf("core/v1 stats show no write of leader election's event: %+v", core)
 	}
@@ -455,7 +455,7 @@ func TestLeaderElectionEventWrittenOnce(t *testing.T) {
 	if e.InvolvedObject.Kind != "Lease" || e.InvolvedObject.Name != opts.LeaderElectionID || e.Count != 1 || e.Type != corev1.EventTypeNormal {
 		t.Errorf("became-leader event = %+v", e)
 	}
-	core, _ = mgr.Stats()
+	core, _ = statsOf(mgr)
 	t.Logf("core/v1 stats after stop: %+v", core)
 	if core.Dropped.AlreadyExists != 0 {
 		t.Errorf("AlreadyExists %d, want 0 (an event written twice)", core.Dropped.AlreadyExists)
@@ -524,7 +524,7 @@ func TestSecondStartLeavesHeraldRunning(t *testing.T) {
 	rec.Eventf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after-second-start"}},
 		nil, corev1.EventTypeNormal, "Observed", "Reconcile", "still recording")
 	flush(t, mgr)
-	_, s := mgr.Stats()
+	_, s := statsOf(mgr)
 	checkNoDrops(t, "events.k8s.io/v1", s)
 	if s.Created != 1 {
 		t.Errorf("created %d, want 1: %+v", s.Created, s)
@@ -539,4 +539,11 @@ func TestSecondStartLeavesHeraldRunning(t *testing.T) {
 	if len(evs) != 1 {
 		t.Errorf("%d events stored, want 1", len(evs))
 	}
+}
+
+// statsOf returns the counters of mgr's core/v1 and events.k8s.io/v1
+// broadcasters.
+func statsOf(mgr *heraldcr.Manager) (core, eventsV1 record.Stats) {
+	c, e := mgr.Broadcasters()
+	return c.Stats(), e.Stats()
 }

@@ -140,7 +140,8 @@ func main() {
 	setupLog.Info("starting manager")
 	err = mgr.Start(ctrl.SetupSignalHandler())
 	// Not in the scaffold: what herald did, for the curious (and the test).
-	core, eventsV1 := mgr.Stats()
+	cb, eb := mgr.Broadcasters()
+	core, eventsV1 := cb.Stats(), eb.Stats()
 	setupLog.Info("herald events.k8s.io/v1", "recorded", eventsV1.Recorded, "created", eventsV1.Created,
 		"patched", eventsV1.Patched, "abandoned", eventsV1.Abandoned, "dropped", eventsV1.Dropped.Total(),
 		"alreadyExists", eventsV1.Dropped.AlreadyExists)
