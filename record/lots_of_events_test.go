@@ -20,9 +20,6 @@ import (
 // more than twice that. Refusals of single events must not cut the rate
 // the others get (before the refused request gave its token back, 40 s).
 func TestLotsOfEventsAtDefaultRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes up to 36 s")
-	}
 	const floor = 18 * time.Second
 	var mu sync.Mutex
 	counts := map[int]int{}
