@@ -40,10 +40,10 @@ import (
 //   - Restart after idle. An engine that had nothing to write keeps the
 //     rate it earned, but within disturbMemory of a 429 or an outage it
 //     restarts gently and slow-starts back to that rate: idle for
-//     restartIdle or more, at restartRate·weight (as TCP restarts from its
+//     idleRTO or more, at restartRate·weight (as TCP restarts from its
 //     initial window after an idle period longer than its retransmission
-//     timeout, RFC 5681), idle for less, at the rate halved per idle
-//     second (RFC 2861); its first write goes after a random part of one
+//     timeout, RFC 5681), idle for less, at the rate halved per idleRTO
+//     (RFC 2861); its first write goes after a random part of one
 //     interval at that rate, never in a burst. A fleet whose engines go
 //     quiet and get new events at once (a second wave) then neither comes
 //     back at the full rate and burst of each nor sends its first writes
@@ -76,11 +76,13 @@ const (
 	// sentShare: the share of an engine is at least this fraction of the
 	// rate it sent at (see share).
 	sentShare = 0.8
-	// idleHalving: after a disturbance, an engine idle for less than
-	// restartIdle restarts at its rate halved with every idleHalving of
-	// idleness; idle for restartIdle or more, at restartRate·weight.
-	idleHalving = time.Second
-	restartIdle = time.Second
+	// idleRTO stands for TCP's retransmission timeout in the restart
+	// after idle, as both RFCs key it: after a disturbance, an engine idle
+	// for less than idleRTO restarts at its rate halved per idleRTO of
+	// idleness (RFC 2861); idle for idleRTO or more, at
+	// restartRate·weight (RFC 5681). A second: the Retry-After a 429
+	// carries by default, the round of the cut.
+	idleRTO = time.Second
 	// disturbMemory is how long after a 429 or a server-wide failure an
 	// idle engine restarts gently.
 	disturbMemory = time.Minute
@@ -365,11 +367,11 @@ func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration, jitter float
 	}
 	p.advance(now)
 	r := restartRate * p.weight
-	if idle < restartIdle {
+	if idle < idleRTO {
 		// A short pause: the rate halved per idle second, or with no
 		// limit the rate of recent successes, which has decayed with
 		// the idle time too.
-		base := p.rate * math.Exp2(-idle.Seconds()/idleHalving.Seconds())
+		base := p.rate * math.Exp2(-idle.Seconds()/idleRTO.Seconds())
 		if math.IsInf(p.rate, 1) {
 			p.decay(now)
 			base = p.okRate
