@@ -14,10 +14,13 @@
 // fails namespaces in the webhook, saturates the recorders' priority level
 // (API priority and fairness) from a load generator, deletes a namespace,
 // restarts recorders and flushes them with short deadlines. Then it lets everything settle and
-// checks the ledger (see [Result]).
+// checks the ledger (see [Result]). A caller adds recorders the soak
+// cannot build itself through Config.Extra ([Extra]): controllerruntime/cmd/soak
+// adds controller-runtime managers.
 //
-// `make soak` runs it (internal/cmd/soak); a short run is part of
-// `go test` (soak_test.go).
+// `make soak` runs it with the managers (controllerruntime/cmd/soak;
+// internal/cmd/soak runs it without); a short run of each is part of
+// `go test` (soak_test.go here, TestSoakManager there).
 package soak
 
 import (
