@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -97,5 +98,28 @@ func TestHTTPTap(t *testing.T) {
 	}
 	if _, ok := inc.refusals[string(metav1.StatusReasonForbidden)]; !ok || len(inc.refusals) != 2 {
 		t.Errorf("refusals %v, want Forbidden and InternalError", inc.refusals)
+	}
+}
+
+// TestShutdownWithin: an extra slot's incarnation is built with the
+// deadline of the schedule's next restart of its slot (in the order of the
+// schedule), and the last one with settleShutdown.
+func TestShutdownWithin(t *testing.T) {
+	s := &soak{sched: []Fault{
+		{At: 1 * time.Second, Kind: SinkRestart, Slot: 6, For: 300 * time.Millisecond},
+		{At: 2 * time.Second, Kind: Flush, Slot: 6, For: 50 * time.Millisecond},
+		{At: 3 * time.Second, Kind: SinkRestart, Slot: 1, For: 700 * time.Millisecond},
+		{At: 4 * time.Second, Kind: SinkRestart, Slot: 6, For: 2 * time.Second},
+	}}
+	for _, c := range []struct {
+		slot, gen int
+		want      time.Duration
+	}{
+		{6, 0, 300 * time.Millisecond}, {6, 1, 2 * time.Second}, {6, 2, settleShutdown},
+		{1, 0, 700 * time.Millisecond}, {1, 1, settleShutdown}, {7, 0, settleShutdown},
+	} {
+		if got := s.shutdownWithin(c.slot, c.gen); got != c.want {
+			t.Errorf("slot %d generation %d: Shutdown within %v, want %v", c.slot, c.gen, got, c.want)
+		}
 	}
 }
