@@ -14,8 +14,10 @@ include hack/*.mk
 ## environment) run with HERALD_KUBE_APISERVER naming no file, so a test
 ## that needs the server among them fails here, not only in `make compat`,
 ## whose copies have no bin/. The controllerruntime modules' tests run under
-## internal/cmd/testserver, which starts the server for them (they may not
-## import herald's internal/). internal/testing/muxcompat is a module of its
+## internal/cmd/testserver, which starts the server for them (its packages
+## stay off herald's internal/ but for controllerruntime/cmd/soak, whose
+## TestSoakManager, the short soak with controller-runtime managers, starts
+## servers of its own). internal/testing/muxcompat is a module of its
 ## own that runs apimachinery's watch mux tests against herald's watch
 ## package, as a user's module would.
 NO_APISERVER = HERALD_KUBE_APISERVER=$(CURDIR)/bin/none/kube-apiserver

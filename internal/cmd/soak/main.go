@@ -1,41 +1,13 @@
 // Command soak runs herald's mixed-fault soak (internal/testing/soak)
-// against a kube-apiserver of its own: `make soak SEED=n DURATION=d`. It
-// prints the seed, the fault schedule, a progress line every few seconds
-// and, last, the ledger's line; it exits 1 if the ledger does not balance.
+// against a kube-apiserver of its own, with the recorders of herald's root
+// module only (`make soak` runs controllerruntime/cmd/soak, which adds
+// controller-runtime managers). It prints the seed, the fault schedule, a
+// progress line every few seconds and, last, the ledger's line; it exits 1
+// if the ledger does not balance. See soak.Main for the flags.
 package main
 
-import (
-	"context"
-	"flag"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
-	"github.com/heraldk8s/herald/internal/testing/soak"
-)
+import "github.com/heraldk8s/herald/internal/testing/soak"
 
 func main() {
-	seed := flag.Int64("seed", 0, "seed of the fault schedule and the load (0: a random one, printed)")
-	duration := flag.Duration("duration", 3*time.Minute, "how long the load runs (the settling comes on top)")
-	rate := flag.Float64("rate", 60, "events recorded per second over all recorders")
-	progress := flag.Duration("progress", 5*time.Second, "interval of the progress lines")
-	flag.Parse()
-	if *seed == 0 {
-		*seed = rand.Int64N(1 << 31)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := soak.Run(ctx, soak.Config{Seed: *seed, Duration: *duration, Rate: *rate, Progress: *progress, Out: os.Stdout})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "soak: seed %d: %v\n", *seed, err)
-		os.Exit(2)
-	}
-	fmt.Println(res.FaultLine())
-	fmt.Println(res.Line())
-	if !res.OK() {
-		os.Exit(1)
-	}
+	soak.Main(nil)
 }

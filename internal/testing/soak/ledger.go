@@ -46,7 +46,18 @@ type Result struct {
 	ServerEvents, LostAnswers int
 	Faults                    map[Kind]int
 	PeakHeap                  uint64
-	Problems                  []string
+	// Slots are the totals of each recorder slot, in the order of the
+	// run's header.
+	Slots    []SlotResult
+	Problems []string
+}
+
+// SlotResult is what the incarnations of one recorder slot did.
+type SlotResult struct {
+	Name         string // as the header names it
+	Incarnations int
+	Recorded     int64
+	Written      int64 // Created + Patched
 }
 
 // OK reports whether the ledger balanced.
@@ -108,9 +119,16 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 	explained := s.explained()
 
 	byComponent := map[string]*incarnation{}
+	for _, k := range s.kinds {
+		res.Slots = append(res.Slots, SlotResult{Name: k.String()})
+	}
 	for _, inc := range s.all {
 		byComponent[inc.component] = inc
 		st := inc.final
+		sr := &res.Slots[inc.slot]
+		sr.Incarnations++
+		sr.Recorded += st.Recorded
+		sr.Written += st.Created + st.Patched
 		res.Recorded += st.Recorded
 		res.Written += st.Created + st.Patched
 		res.Coalesced += st.Coalesced

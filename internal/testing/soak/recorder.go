@@ -41,9 +41,15 @@ type slotKind struct {
 	// events.NewForConfig); otherwise it writes over the controller's
 	// clientset.
 	ownClient bool
+	// extra: a slot the caller added (Config.Extra), which builds its
+	// recorders itself.
+	extra *Extra
 }
 
 func (k slotKind) String() string {
+	if k.extra != nil {
+		return k.extra.Name
+	}
 	how := "clientset"
 	if k.ownClient {
 		how = "NewForConfig"
@@ -54,7 +60,7 @@ func (k slotKind) String() string {
 // slotKinds are the soak's recorder slots: both APIs, both ways to a
 // client.
 var slotKinds = []slotKind{
-	{coreAPI, true}, {coreAPI, false}, {eventsAPI, true}, {eventsAPI, false}, {coreAPI, true}, {eventsAPI, false},
+	{api: coreAPI, ownClient: true}, {api: coreAPI}, {api: eventsAPI, ownClient: true}, {api: eventsAPI}, {api: coreAPI, ownClient: true}, {api: eventsAPI},
 }
 
 // written is what an incarnation knows of one server event: the count of
@@ -71,6 +77,7 @@ type written struct {
 // Shutdown, with the soak's bookkeeping of it.
 type incarnation struct {
 	id   string // slot and generation, "s2.1"
+	slot int    // its index
 	kind slotKind
 	// component is its recorder's source component (core/v1) or reporting
 	// controller (events.k8s.io/v1).
@@ -90,6 +97,9 @@ type incarnation struct {
 	// deadline), which explains events abandoned.
 	restarted bool
 	final     record.Stats // Stats after Shutdown
+	// shutdownWithin: the deadline of its Shutdown, set when it was built
+	// (an extra slot's); 0: the one stop is given.
+	shutdownWithin time.Duration
 	// refusals: the first message of each reason of the server's (or
 	// the proxy's) refusals, for the report.
 	refusals map[string]string
@@ -222,8 +232,12 @@ type timedOp struct {
 	err      error
 }
 
-// stop shuts the incarnation down within d and keeps its final Stats.
+// stop shuts the incarnation down within d (or the deadline it was built
+// with) and keeps its final Stats.
 func (inc *incarnation) stop(d time.Duration) timedOp {
+	if inc.shutdownWithin > 0 {
+		d = inc.shutdownWithin
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	begin := time.Now()

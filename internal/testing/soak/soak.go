@@ -14,10 +14,13 @@
 // fails namespaces in the webhook, saturates the recorders' priority level
 // (API priority and fairness) from a load generator, deletes a namespace,
 // restarts recorders and flushes them with short deadlines. Then it lets everything settle and
-// checks the ledger (see [Result]).
+// checks the ledger (see [Result]). A caller adds recorders the soak
+// cannot build itself through Config.Extra ([Extra]): controllerruntime/cmd/soak
+// adds controller-runtime managers.
 //
-// `make soak` runs it (internal/cmd/soak); a short run is part of
-// `go test` (soak_test.go).
+// `make soak` runs it with the managers (controllerruntime/cmd/soak;
+// internal/cmd/soak runs it without); a short run of each is part of
+// `go test` (soak_test.go here, TestSoakManager there).
 package soak
 
 import (
@@ -63,6 +66,8 @@ type Config struct {
 	// Slack is how far past its deadline a Flush or Shutdown may return;
 	// default 1 s (a busy machine, -race).
 	Slack time.Duration
+	// Extra are recorder slots added to the soak's own (see [Extra]).
+	Extra []Extra
 }
 
 // eventRateLimit: EventRateLimit per event source and involved object, so
@@ -90,6 +95,9 @@ type soak struct {
 	client     *rest.Config // the recorders': the restricted user through the proxy
 	ns         []string
 	start      time.Time
+	// kinds are the slots' kinds: the soak's own, then Config.Extra.
+	kinds []slotKind
+	sched []Fault
 
 	mu        sync.Mutex
 	slots     []*slot
@@ -164,8 +172,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func (s *soak) run(ctx context.Context) (*Result, error) {
-	sched := Schedule(s.cfg.Seed, s.cfg.Duration, len(slotKinds), s.cfg.Namespaces)
-	s.logf("soak: seed %d, load %v, %.0f events/s, %d recorders (%s), %d namespaces", s.cfg.Seed, s.cfg.Duration, s.cfg.Rate, len(slotKinds), kindsString(), s.cfg.Namespaces)
+	s.kinds = append([]slotKind(nil), slotKinds...)
+	for i := range s.cfg.Extra {
+		e := &s.cfg.Extra[i]
+		k := slotKind{api: coreAPI, extra: e}
+		if e.EventsAPI {
+			k.api = eventsAPI
+		}
+		s.kinds = append(s.kinds, k)
+	}
+	sched := Schedule(s.cfg.Seed, s.cfg.Duration, len(s.kinds), s.cfg.Namespaces)
+	s.sched = sched
+	s.logf("soak: seed %d, load %v, %.0f events/s, %d recorders (%s), %d namespaces", s.cfg.Seed, s.cfg.Duration, s.cfg.Rate, len(s.kinds), s.kindsString(), s.cfg.Namespaces)
 	s.logf("soak: schedule (%d faults; EventRateLimit SourceAndObject 2/s burst 10 and priority and fairness throughout):", len(sched))
 	for _, f := range sched {
 		s.logf("soak:   %v", f)
@@ -211,9 +229,9 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	// The recorders write as the restricted user: the admin is exempt from
 	// priority and fairness.
 	s.client = s.proxy.Config(s.env.Restricted)
-	for i, k := range slotKinds {
+	for i, k := range s.kinds {
 		sl := &slot{idx: i, kind: k}
-		inc, err := newIncarnation(fmt.Sprintf("s%d.0", i), k, s.client, s.cfg.Logger)
+		inc, err := s.newIncarnation(sl)
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +294,9 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, sr := range res.Slots {
+		s.logf("soak: s%d %s: %d recorders, %d recorded, %d written", i, sr.Name, sr.Incarnations, sr.Recorded, sr.Written)
+	}
 	// Tear down before the goroutine check.
 	s.hook.close()
 	if err := s.proxy.Close(); err != nil {
@@ -287,12 +308,46 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-func kindsString() string {
+func (s *soak) kindsString() string {
 	var parts []string
-	for i, k := range slotKinds {
+	for i, k := range s.kinds {
 		parts = append(parts, fmt.Sprintf("s%d %v", i, k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// newIncarnation starts the next incarnation of sl (generation sl.gen).
+func (s *soak) newIncarnation(sl *slot) (*incarnation, error) {
+	id := fmt.Sprintf("s%d.%d", sl.idx, sl.gen)
+	var inc *incarnation
+	var err error
+	if sl.kind.extra != nil {
+		inc, err = newExtraIncarnation(id, sl.kind, s.client, s.cfg.Logger, s.shutdownWithin(sl.idx, sl.gen))
+	} else {
+		inc, err = newIncarnation(id, sl.kind, s.client, s.cfg.Logger)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inc.slot = sl.idx
+	return inc, nil
+}
+
+// shutdownWithin is the deadline of the Shutdown of generation gen of slot
+// idx: that of the schedule's gen-th restart of the slot (counted from 0),
+// or settleShutdown for its last generation.
+func (s *soak) shutdownWithin(idx, gen int) time.Duration {
+	n := 0
+	for _, f := range s.sched {
+		if f.Kind != SinkRestart || f.Slot != idx {
+			continue
+		}
+		if n == gen {
+			return f.For
+		}
+		n++
+	}
+	return settleShutdown
 }
 
 func (s *soak) since() time.Duration { return time.Since(s.start).Round(100 * time.Millisecond) }
@@ -441,7 +496,7 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		sl := s.slots[f.Slot]
 		sl.mu.Lock()
 		sl.gen++
-		next, err := newIncarnation(fmt.Sprintf("s%d.%d", sl.idx, sl.gen), sl.kind, s.client, s.cfg.Logger)
+		next, err := s.newIncarnation(sl)
 		if err != nil {
 			sl.mu.Unlock()
 			s.problem("starting recorder s%d.%d: %v", sl.idx, sl.gen, err)
