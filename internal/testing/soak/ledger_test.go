@@ -159,6 +159,12 @@ func TestScheduleReproducible(t *testing.T) {
 			if f.At < 0 || f.At > d {
 				t.Errorf("%v: fault at %v, outside the load", d, f.At)
 			}
+			if (f.Kind == Errors || f.Kind == Lost) && (f.For <= 0 || f.For > countedFor) {
+				// Unbounded, they wait through kills and partitions and
+				// then hold the engines down for as long as their probes
+				// take to use them up.
+				t.Errorf("%v: %v is not bounded in time", d, f)
+			}
 		}
 		for _, k := range []Kind{Kill, Partition, Lost, Webhook, Latency, Resets, Errors, SinkRestart, Flush, Saturate, NamespaceDelete} {
 			if !kinds[k] {

@@ -402,7 +402,7 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		sleepCtx(ctx, f.For)
 		s.lighten()
 	case Lost:
-		s.proxy.LoseAnswers(events, f.N)
+		s.counted(ctx, f, s.proxy.LoseAnswers(events, f.N))
 	case Webhook:
 		end := time.Now().Add(f.For)
 		r := rand.New(rand.NewPCG(uint64(f.At), uint64(s.cfg.Seed)))
@@ -436,7 +436,7 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		if f.RetryAfter {
 			ra = time.Second
 		}
-		s.proxy.FailMatching(events, f.Code, ra, f.N)
+		s.counted(ctx, f, s.proxy.FailMatching(events, f.Code, ra, f.N))
 	case SinkRestart:
 		sl := s.slots[f.Slot]
 		sl.mu.Lock()
@@ -491,6 +491,15 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.deletedNS[ns] = true
 		s.mu.Unlock()
 		s.logf("soak: +%v deleted namespace %s", s.since(), ns)
+	}
+}
+
+// counted withdraws r, the rule of f (a fault counted in requests), when
+// f's time is over, and says how many of its requests did not come.
+func (s *soak) counted(ctx context.Context, f Fault, r *faultproxy.Rule) {
+	sleepCtx(ctx, f.For)
+	if left := r.Withdraw(); left > 0 {
+		s.logf("soak: +%v %s of +%v: %d of %d requests did not come within %v", s.since(), f.Kind, f.At.Round(100*time.Millisecond), left, f.N, f.For)
 	}
 }
 
