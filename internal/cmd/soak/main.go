@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2/textlogger"
+
 	"github.com/heraldk8s/herald/internal/testing/soak"
 )
 
@@ -22,13 +24,18 @@ func main() {
 	duration := flag.Duration("duration", 3*time.Minute, "how long the load runs (the settling comes on top)")
 	rate := flag.Float64("rate", 60, "events recorded per second over all recorders")
 	progress := flag.Duration("progress", 5*time.Second, "interval of the progress lines")
+	verbosity := flag.Int("v", -1, "herald's log verbosity, to standard error (4: every failed write and its error); -1: no logs")
 	flag.Parse()
 	if *seed == 0 {
 		*seed = rand.Int64N(1 << 31)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := soak.Run(ctx, soak.Config{Seed: *seed, Duration: *duration, Rate: *rate, Progress: *progress, Out: os.Stdout})
+	cfg := soak.Config{Seed: *seed, Duration: *duration, Rate: *rate, Progress: *progress, Out: os.Stdout}
+	if *verbosity >= 0 {
+		cfg.Logger = textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(*verbosity), textlogger.Output(os.Stderr)))
+	}
+	res, err := soak.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "soak: seed %d: %v\n", *seed, err)
 		os.Exit(2)

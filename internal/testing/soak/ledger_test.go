@@ -1,7 +1,9 @@
 package soak
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +126,33 @@ func TestUncertain(t *testing.T) {
 		if got := uncertain(c.err); got != c.want {
 			t.Errorf("uncertain(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestErrClass: the progress line names what the probing engines last met.
+func TestErrClass(t *testing.T) {
+	gr := schema.GroupResource{Resource: "events"}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New(`Post "https://127.0.0.1:1/api/v1/namespaces/a/events": read tcp 127.0.0.1:2->127.0.0.1:1: read: connection reset by peer`), "reset"},
+		{errors.New(`Post "https://127.0.0.1:1/x": dial tcp 127.0.0.1:1: connect: connection refused`), "refused"},
+		{errors.New(`Post "https://127.0.0.1:1/x": EOF`), "EOF"},
+		{fmt.Errorf("wrapped: %w", context.DeadlineExceeded), "timeout"},
+		{context.Canceled, "canceled"},
+		{errors.New("tls: bad certificate"), "transport"},
+		{apierrors.NewInternalError(errors.New("faultproxy: injected 500")), "500 injected"},
+		{apierrors.NewInternalError(errors.New(`failed calling webhook "x": 500`)), "500 webhook"},
+		{apierrors.NewForbidden(gr, "e", errors.New("no")), "403 Forbidden"},
+		{apierrors.NewTooManyRequests("slow down", 1), "429 TooManyRequests"},
+	} {
+		if got := errClass(c.err); got != c.want {
+			t.Errorf("errClass(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	if got := countsString(map[string]int{"reset": 1, "500 injected": 3, "EOF": 1}); got != "500 injected 3, EOF 1, reset 1" {
+		t.Errorf("countsString = %q", got)
 	}
 }
 
