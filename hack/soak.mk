@@ -7,6 +7,8 @@
 ## that balances to the event. SEED=n
 ## replays a run (default: a random seed, printed first); DURATION is the
 ## load's length (the settling comes on top). Exits 1 if the ledger is off.
+## SOAK_ARGS=-v=4 writes herald's logs to standard error, every failed write
+## with its error.
 SEED ?= 0
 DURATION ?= 3m
 SOAK_ARGS ?=
