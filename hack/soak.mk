@@ -10,6 +10,8 @@
 ## load's length (the settling comes on top). Exits 1 if the ledger is off.
 ## The command is the controllerruntime module's (controllerruntime/cmd/soak):
 ## herald's root module does not require controller-runtime.
+## SOAK_ARGS=-v=4 writes herald's logs to standard error, every failed write
+## with its error.
 SEED ?= 0
 DURATION ?= 3m
 SOAK_ARGS ?=

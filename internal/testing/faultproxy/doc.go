@@ -34,6 +34,10 @@
 //   - [Proxy.LoseAnswers] forwards the next n (matching) requests and resets
 //     the client's connection instead of passing the answer on: a write the
 //     server stored whose answer the client never sees.
+//   - Each of these returns a [Rule], whose [Rule.Withdraw] takes it back
+//     before its requests have all come (a fault bounded in time as well as
+//     in requests); [Proxy.Queued] counts the requests the rules still wait
+//     for.
 //   - [Proxy.GoDark], [Proxy.Dark] and [Proxy.Light] model an outage.
 //
 // # Client-go's own retries

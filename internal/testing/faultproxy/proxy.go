@@ -204,11 +204,11 @@ func (p *Proxy) SetLatency(d time.Duration) {
 // (TCP RST, no response): the client sees a transport error such as
 // "connection reset by peer". A negative n resets every request until
 // [Proxy.ClearFaults].
-func (p *Proxy) ResetConnections(n int) { p.ResetMatching(Match{}, n) }
+func (p *Proxy) ResetConnections(n int) *Rule { return p.ResetMatching(Match{}, n) }
 
 // ResetMatching is [Proxy.ResetConnections] for requests selected by m only.
-func (p *Proxy) ResetMatching(m Match, n int) {
-	p.addRule(&rule{kind: ruleReset, match: m, left: n})
+func (p *Proxy) ResetMatching(m Match, n int) *Rule {
+	return p.addRule(&rule{kind: ruleReset, match: m, left: n})
 }
 
 // SetResetProbability resets each request that no rule claimed with
@@ -226,13 +226,13 @@ func (p *Proxy) SetResetProbability(prob float64) {
 // "Retry-After: <seconds>" (rounded up) and Details.RetryAfterSeconds; see
 // the package comment for how client-go retries such answers by itself. A
 // negative n fails every request until [Proxy.ClearFaults].
-func (p *Proxy) FailWith(status int, retryAfter time.Duration, n int) {
-	p.FailMatching(Match{}, status, retryAfter, n)
+func (p *Proxy) FailWith(status int, retryAfter time.Duration, n int) *Rule {
+	return p.FailMatching(Match{}, status, retryAfter, n)
 }
 
 // FailMatching is [Proxy.FailWith] for requests selected by m only.
-func (p *Proxy) FailMatching(m Match, status int, retryAfter time.Duration, n int) {
-	p.addRule(&rule{kind: ruleFail, match: m, status: status, retryAfter: retryAfter, left: n})
+func (p *Proxy) FailMatching(m Match, status int, retryAfter time.Duration, n int) *Rule {
+	return p.addRule(&rule{kind: ruleFail, match: m, status: status, retryAfter: retryAfter, left: n})
 }
 
 // LoseAnswers forwards the next n requests selected by m to the API server
@@ -241,17 +241,58 @@ func (p *Proxy) FailMatching(m Match, status int, retryAfter time.Duration, n in
 // client sees a transport error, as when a connection breaks after the
 // request arrived. A negative n loses every selected answer until
 // [Proxy.ClearFaults].
-func (p *Proxy) LoseAnswers(m Match, n int) {
-	p.addRule(&rule{kind: ruleLose, match: m, left: n})
+func (p *Proxy) LoseAnswers(m Match, n int) *Rule {
+	return p.addRule(&rule{kind: ruleLose, match: m, left: n})
 }
 
-func (p *Proxy) addRule(r *rule) {
+// Rule is a fault queued by ResetMatching, FailMatching or LoseAnswers
+// (and their shorthands): a handle to withdraw it before its requests have
+// all come.
+type Rule struct {
+	p *Proxy
+	r *rule
+}
+
+func (p *Proxy) addRule(r *rule) *Rule {
 	if r.left == 0 {
-		return
+		return &Rule{p: p}
 	}
 	p.mu.Lock()
 	p.rules = append(p.rules, r)
 	p.mu.Unlock()
+	return &Rule{p: p, r: r}
+}
+
+// Withdraw takes the rule out of the proxy if it is still queued: no
+// further request meets it. It returns the uses it had left (0 when they
+// were all used, or it was cleared, or withdrawn already; negative for an
+// unlimited rule).
+func (r *Rule) Withdraw() int {
+	if r.r == nil {
+		return 0
+	}
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, ru := range p.rules {
+		if ru == r.r {
+			p.rules = append(p.rules[:i:i], p.rules[i+1:]...)
+			return ru.left
+		}
+	}
+	return 0
+}
+
+// Queued returns how many requests the queued rules with a count have
+// still to meet (the unlimited ones are not counted).
+func (p *Proxy) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, ru := range p.rules {
+		n += max(ru.left, 0)
+	}
+	return n
 }
 
 // ClearFaults drops every pending reset and failure rule and the reset

@@ -331,6 +331,45 @@ func TestRulesInOrder(t *testing.T) {
 	}
 }
 
+// TestWithdraw: a rule withdrawn before its requests have all come fails no
+// more, and says how many it had left; Queued counts what the rules with a
+// count still have to meet.
+func TestWithdraw(t *testing.T) {
+	p, cs := setup(t)
+	ctx := context.Background()
+	r := p.FailWith(http.StatusServiceUnavailable, 0, 5)
+	lost := p.LoseAnswers(Match{PathContains: "/nothing"}, 2)
+	p.ResetConnections(-1).Withdraw()
+	if got := p.Queued(); got != 7 {
+		t.Fatalf("Queued = %d, want 7", got)
+	}
+	if err := createEvent(ctx, cs, "w"); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("first create: got %v, want 503", err)
+	}
+	if got := p.Queued(); got != 6 {
+		t.Errorf("Queued after one request = %d, want 6", got)
+	}
+	if left := r.Withdraw(); left != 4 {
+		t.Errorf("Withdraw = %d, want 4 left", left)
+	}
+	if err := createEvent(ctx, cs, "w"); err != nil {
+		t.Fatalf("create after Withdraw: %v", err)
+	}
+	if left := r.Withdraw(); left != 0 {
+		t.Errorf("second Withdraw = %d, want 0", left)
+	}
+	if got := p.Queued(); got != 2 {
+		t.Errorf("Queued = %d, want 2 (the other rule)", got)
+	}
+	p.ClearFaults()
+	if left := lost.Withdraw(); left != 0 {
+		t.Errorf("Withdraw after ClearFaults = %d, want 0", left)
+	}
+	if left := p.FailWith(http.StatusServiceUnavailable, 0, 0).Withdraw(); left != 0 {
+		t.Errorf("Withdraw of a rule of no uses = %d, want 0", left)
+	}
+}
+
 func TestDarkThenLight(t *testing.T) {
 	p, cs := setup(t)
 	ctx := context.Background()

@@ -22,7 +22,8 @@ import (
 // its way; Stats.Recorded is what the soak recorded; the counts of the last
 // acknowledged write of each server event add up to what Stats count as
 // written (Created + Patched + Coalesced), more only by occurrences that
-// Stats count as dropped and a later write of the same series carried;
+// Stats count as dropped or filtered (core/v1's spam filter) and a later
+// write of the same event carried;
 // every drop has a reason the schedule explains, and events are abandoned
 // only by the Shutdown of a recorder the schedule restarts (a short
 // deadline). For every event the server
@@ -39,6 +40,8 @@ type Result struct {
 	Coalesced int64
 	Dropped   map[string]int64 // by reason, the nonzero ones
 	Abandoned int64
+	// Filtered: skipped by core/v1's spam filter.
+	Filtered int64
 	// Retried writes, RateCuts of the adaptive write rate.
 	Retried, RateCuts int64
 	// ServerEvents is how many events the server held, LostAnswers how
@@ -63,7 +66,9 @@ type SlotResult struct {
 // OK reports whether the ledger balanced.
 func (r *Result) OK() bool { return len(r.Problems) == 0 }
 
-// Line is the soak's last line.
+// Line is the soak's last line: the buckets every recorded event is in
+// (written, coalesced, filtered, dropped, abandoned: they add up to
+// recorded) and the ledger's verdict.
 func (r *Result) Line() string {
 	var drops []string
 	var total int64
@@ -84,8 +89,8 @@ func (r *Result) Line() string {
 		}
 		verdict = fmt.Sprintf("ledger OFF (%d problems): %s", len(r.Problems), strings.Join(shown, "; "))
 	}
-	return fmt.Sprintf("soak: seed %d, %v, %d recorded, %d written, %d coalesced, %d dropped (%s), %d abandoned — %s",
-		r.Seed, r.Duration, r.Recorded, r.Written, r.Coalesced, total, by, r.Abandoned, verdict)
+	return fmt.Sprintf("soak: seed %d, %v, %d recorded, %d written, %d coalesced, %d filtered, %d dropped (%s), %d abandoned — %s",
+		r.Seed, r.Duration, r.Recorded, r.Written, r.Coalesced, r.Filtered, total, by, r.Abandoned, verdict)
 }
 
 // FaultLine sums the faults injected.
@@ -95,8 +100,8 @@ func (r *Result) FaultLine() string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(parts)
-	return fmt.Sprintf("soak: faults injected: %s; %d writes retried, %d rate cuts; server held %d events (%d with the count of a lost answer); peak heap %d MiB",
-		strings.Join(parts, ", "), r.Retried, r.RateCuts, r.ServerEvents, r.LostAnswers, r.PeakHeap>>20)
+	return fmt.Sprintf("soak: faults injected: %s; %d filtered by the spam filter, %d writes retried, %d rate cuts; server held %d events (%d with the count of a lost answer); peak heap %d MiB",
+		strings.Join(parts, ", "), r.Filtered, r.Retried, r.RateCuts, r.ServerEvents, r.LostAnswers, r.PeakHeap>>20)
 }
 
 // explained are the drop reasons the schedule explains, and by what.
@@ -133,6 +138,7 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 		res.Written += st.Created + st.Patched
 		res.Coalesced += st.Coalesced
 		res.Abandoned += st.Abandoned
+		res.Filtered += st.Filtered
 		res.Retried += st.Retried
 		res.RateCuts += st.RateCuts
 		for reason, n := range st.Dropped.ByReason() {
@@ -254,12 +260,17 @@ func statsProblems(inc *incarnation) []string {
 	for _, w := range inc.events {
 		acked += int64(w.acked)
 	}
+	// Above what Stats count as written, the acknowledged counts carry only
+	// occurrences Stats count as dropped or filtered (by the core/v1 spam
+	// filter, which skips an event after the correlator counted it) that a
+	// later write of the same event carried.
 	statsWritten := st.Created + st.Patched + st.Coalesced
+	carried := st.Dropped.Total() + st.Filtered
 	switch extra := acked - statsWritten; {
 	case extra < 0:
 		out = append(out, fmt.Sprintf("%s: Stats count %d written, the acknowledged writes carry %d: %d short", inc.id, statsWritten, acked, -extra))
-	case extra > st.Dropped.Total():
-		out = append(out, fmt.Sprintf("%s: the acknowledged writes carry %d, Stats count %d written and %d dropped: %d too many", inc.id, acked, statsWritten, st.Dropped.Total(), extra-st.Dropped.Total()))
+	case extra > carried:
+		out = append(out, fmt.Sprintf("%s: the acknowledged writes carry %d, Stats count %d written, %d dropped and %d filtered: %d too many", inc.id, acked, statsWritten, st.Dropped.Total(), st.Filtered, extra-carried))
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +107,39 @@ type incarnation struct {
 	refusals map[string]string
 	// anomalies are what the bookkeeping saw that must never happen.
 	anomalies []string
+	// lastErr is the class of the last error a request met (see
+	// errClass), for the progress line.
+	lastErr string
+}
+
+// errClass names the kind of err for the progress line: the status code
+// (with "injected" when the fault proxy answered, "webhook" when the
+// webhook refused), or what happened to the connection.
+func errClass(err error) string {
+	if st, ok := err.(apierrors.APIStatus); ok {
+		s := st.Status()
+		switch {
+		case strings.Contains(s.Message, "faultproxy: injected"):
+			return fmt.Sprintf("%d injected", s.Code)
+		case strings.Contains(s.Message, "failed calling webhook"):
+			return fmt.Sprintf("%d webhook", s.Code)
+		}
+		return fmt.Sprintf("%d %s", s.Code, s.Reason)
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), strings.Contains(msg, "Client.Timeout"), strings.Contains(msg, "i/o timeout"):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case strings.Contains(msg, "connection refused"):
+		return "refused"
+	case strings.Contains(msg, "connection reset"):
+		return "reset"
+	case strings.Contains(msg, "EOF"):
+		return "EOF"
+	}
+	return "transport"
 }
 
 func (inc *incarnation) entry(ns, name string) *written {
@@ -119,6 +154,12 @@ func (inc *incarnation) entry(ns, name string) *written {
 
 // sent is told of every request the engine made.
 func (inc *incarnation) sent(ns, name string, count int32, err error) {
+	if err != nil {
+		class := errClass(err)
+		inc.mu.Lock()
+		inc.lastErr = class
+		inc.mu.Unlock()
+	}
 	if st, ok := err.(apierrors.APIStatus); ok {
 		inc.mu.Lock()
 		reason := string(st.Status().Reason)

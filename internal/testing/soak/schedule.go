@@ -18,8 +18,8 @@ const (
 	Kill Kind = "kill"
 	// Partition: the fault proxy goes dark for For (connections reset).
 	Partition Kind = "partition"
-	// Lost: the answers of the next N event writes are lost after the
-	// server stored them.
+	// Lost: the answers of the next N event writes within For are lost
+	// after the server stored them.
 	Lost Kind = "lost-answers"
 	// Webhook: the validating webhook fails the writes into some of the
 	// namespaces, flapping, for For.
@@ -29,8 +29,8 @@ const (
 	// Resets: a fraction P of the requests has its connection reset, for
 	// For.
 	Resets Kind = "resets"
-	// Errors: the next N event writes are answered Code (500, 503 or 429,
-	// with Retry-After if RetryAfter) by the proxy.
+	// Errors: the next N event writes within For are answered Code (500,
+	// 503 or 429, with Retry-After if RetryAfter) by the proxy.
 	Errors Kind = "errors"
 	// SinkRestart: the recorder of slot Slot is shut down within For and a
 	// new one takes its place.
@@ -69,7 +69,7 @@ func (f Fault) String() string {
 	case Saturate:
 		fmt.Fprintf(&b, " %d workers for %v", f.N, f.For.Round(100*time.Millisecond))
 	case Lost:
-		fmt.Fprintf(&b, " next %d writes", f.N)
+		fmt.Fprintf(&b, " next %d writes within %v", f.N, f.For)
 	case Webhook:
 		fmt.Fprintf(&b, " namespaces %v for %v", f.NS, f.For.Round(100*time.Millisecond))
 	case Latency:
@@ -77,7 +77,7 @@ func (f Fault) String() string {
 	case Resets:
 		fmt.Fprintf(&b, " %.0f%% for %v", 100*f.P, f.For.Round(100*time.Millisecond))
 	case Errors:
-		fmt.Fprintf(&b, " %d × %d (Retry-After %v)", f.N, f.Code, f.RetryAfter)
+		fmt.Fprintf(&b, " %d × %d (Retry-After %v) within %v", f.N, f.Code, f.RetryAfter, f.For)
 	case SinkRestart:
 		fmt.Fprintf(&b, " slot %d, Shutdown within %v", f.Slot, f.For.Round(10*time.Millisecond))
 	case Flush:
@@ -87,6 +87,16 @@ func (f Fault) String() string {
 	}
 	return b.String()
 }
+
+// countedFor bounds in time the faults counted in requests (errors, lost
+// answers): a real server's errors last a while, not a number of requests.
+// Unbounded, they waited, queued in the proxy, through every kill and
+// partition, and then met one by one the probes of engines that saw the
+// server down, one probe per engine every second or two: on a loaded
+// machine, whose kills kept the server down for minutes, the faults of
+// minutes piled up (500 requests for a run of 6 minutes) and nothing was
+// written for minutes after the server was back (seed 201).
+const countedFor = 10 * time.Second
 
 // weights of the kinds drawn at random (kills and the namespace deletion
 // are placed apart).
@@ -149,6 +159,7 @@ func Schedule(seed int64, d time.Duration, slots, namespaces int) []Fault {
 			f.For = between(500*time.Millisecond, 6*time.Second)
 		case Lost:
 			f.N = 1 + r.IntN(20)
+			f.For = countedFor
 		case Webhook:
 			f.For = between(2*time.Second, 15*time.Second)
 			f.NS = r.Perm(namespaces)[:1+r.IntN(2)]
@@ -163,6 +174,7 @@ func Schedule(seed int64, d time.Duration, slots, namespaces int) []Fault {
 			f.N = 5 + r.IntN(40)
 			f.Code = []int{500, 503, 429}[r.IntN(3)]
 			f.RetryAfter = r.IntN(2) == 0
+			f.For = countedFor
 		case Saturate:
 			f.For = between(2*time.Second, 10*time.Second)
 			f.N = 16 + r.IntN(33)

@@ -45,6 +45,7 @@ import (
 
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
+	"github.com/heraldk8s/herald/sink"
 )
 
 // Config configures [Run].
@@ -109,9 +110,12 @@ type soak struct {
 	peakHeap  uint64
 	serverUp  bool
 	upSince   time.Time // when the server last became ready
-	// darkHolders: the faults keeping the proxy dark.
-	darkHolders int
-	serverMu    sync.Mutex // one kill at a time
+	// darkHolders: the faults keeping the proxy dark (partitions, and
+	// kills until the server is ready again); partitions: the partitions
+	// under way.
+	darkHolders, partitions int
+
+	serverMu sync.Mutex // one kill at a time
 }
 
 // slot is a recorder slot: one incarnation at a time.
@@ -308,6 +312,25 @@ func (s *soak) run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// countsString writes m as "a 2, b 1", most first.
+func countsString(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (s *soak) kindsString() string {
 	var parts []string
 	for i, k := range s.kinds {
@@ -453,11 +476,17 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.setServerUp(true)
 		s.logf("soak: +%v kube-apiserver restarted on its data (ready in %v)", s.since(), time.Since(begin).Round(time.Millisecond))
 	case Partition:
+		s.mu.Lock()
+		s.partitions++
+		s.mu.Unlock()
 		s.darken()
 		sleepCtx(ctx, f.For)
 		s.lighten()
+		s.mu.Lock()
+		s.partitions--
+		s.mu.Unlock()
 	case Lost:
-		s.proxy.LoseAnswers(events, f.N)
+		s.counted(ctx, f, s.proxy.LoseAnswers(events, f.N))
 	case Webhook:
 		end := time.Now().Add(f.For)
 		r := rand.New(rand.NewPCG(uint64(f.At), uint64(s.cfg.Seed)))
@@ -491,7 +520,7 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		if f.RetryAfter {
 			ra = time.Second
 		}
-		s.proxy.FailMatching(events, f.Code, ra, f.N)
+		s.counted(ctx, f, s.proxy.FailMatching(events, f.Code, ra, f.N))
 	case SinkRestart:
 		sl := s.slots[f.Slot]
 		sl.mu.Lock()
@@ -546,6 +575,15 @@ func (s *soak) inject(ctx context.Context, f Fault) {
 		s.deletedNS[ns] = true
 		s.mu.Unlock()
 		s.logf("soak: +%v deleted namespace %s", s.since(), ns)
+	}
+}
+
+// counted withdraws r, the rule of f (a fault counted in requests), when
+// f's time is over, and says how many of its requests did not come.
+func (s *soak) counted(ctx context.Context, f Fault, r *faultproxy.Rule) {
+	sleepCtx(ctx, f.For)
+	if left := r.Withdraw(); left > 0 {
+		s.logf("soak: +%v %s of +%v: %d of %d requests did not come within %v", s.since(), f.Kind, f.At.Round(100*time.Millisecond), left, f.N, f.For)
 	}
 }
 
@@ -642,19 +680,23 @@ func (s *soak) progressLoop(stop chan struct{}) {
 		heap := s.sampleHeap()
 		s.mu.Lock()
 		incs := append([]*incarnation(nil), s.all...)
-		up := s.serverUp
+		up, partitions := s.serverUp, s.partitions
 		s.mu.Unlock()
 		var rec, wr, co, dr, ab, pend int64
 		var rate float64
 		states := map[string]int{}
+		probeErrs := map[string]int{} // the last errors of the engines probing
 		for _, inc := range incs {
 			st := inc.stats()
 			inc.mu.Lock()
-			live := !inc.done
+			live, lastErr := !inc.done, inc.lastErr
 			inc.mu.Unlock()
 			if live {
 				rate += st.WriteRate
 				states[st.Server.String()]++
+				if st.Server == sink.ServerProbing && lastErr != "" {
+					probeErrs[lastErr]++
+				}
 			}
 			rec += st.Recorded
 			wr += st.Created + st.Patched
@@ -667,8 +709,11 @@ func (s *soak) progressLoop(stop chan struct{}) {
 		if !up {
 			faults = append(faults, "server down")
 		}
-		if s.proxy.IsDark() {
+		if partitions > 0 {
 			faults = append(faults, "partition")
+		}
+		if n := s.proxy.Queued(); n > 0 {
+			faults = append(faults, fmt.Sprintf("%d event writes to fail or lose", n))
 		}
 		if f := s.hook.failing(); len(f) > 0 {
 			sort.Strings(f)
@@ -679,7 +724,11 @@ func (s *soak) progressLoop(stop chan struct{}) {
 		}
 		var st []string
 		for k, n := range states {
-			st = append(st, fmt.Sprintf("%d %s", n, k))
+			e := fmt.Sprintf("%d %s", n, k)
+			if k == sink.ServerProbing.String() && len(probeErrs) > 0 {
+				e += " (last error " + countsString(probeErrs) + ")"
+			}
+			st = append(st, e)
 		}
 		sort.Strings(st)
 		s.logf("soak: +%v recorded %d, written %d, coalesced %d, dropped %d, abandoned %d, waiting %d; write rate %.0f/s, engines %s | %s | heap %d MiB, %d goroutines",
