@@ -214,17 +214,24 @@ func (b *broadcaster) beginLocked(s *session) {
 // the next recording, if one waits, starts (not before: the two sinks
 // would both take what is recorded meanwhile and write it twice), and the
 // events held meanwhile are queued for it.
+//
+// The watch stops under b.mu, so that its mark follows the held events a
+// release queued for s (a session may end as soon as it begins). A waiting
+// session that ended before it could begin still begins: the events
+// recorded after its start were held for it, and it writes them as it
+// retires (its context has ended, so it stops at once); with no session to
+// take them they would reach no sink.
 func (b *broadcaster) stopRecording(s *session) {
-	s.w.Stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	s.w.Stop()
 	if b.rec != s {
 		return
 	}
 	b.rec = nil
 	n := b.next
 	b.next = nil
-	if n != nil && !n.ended() && !b.core.Stopping() {
+	if n != nil && !b.core.Stopping() {
 		b.beginLocked(n)
 	}
 	b.releaseLocked()
