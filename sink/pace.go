@@ -40,9 +40,9 @@ import (
 //   - Restart after idle. An engine that had nothing to write keeps the
 //     rate it earned, but within disturbMemory of a 429 or an outage it
 //     restarts gently and slow-starts back to that rate: idle for
-//     idleRTO or more, at restartRate·weight (as TCP restarts from its
+//     a round or more, at restartRate·weight (as TCP restarts from its
 //     initial window after an idle period longer than its retransmission
-//     timeout, RFC 5681), idle for less, at the rate halved per idleRTO
+//     timeout, RFC 5681), idle for less, at the rate halved per round
 //     (RFC 2861); its first write goes after a random part of one
 //     interval at that rate, never in a burst. A fleet whose engines go
 //     quiet and get new events at once (a second wave) then neither comes
@@ -71,18 +71,17 @@ const (
 	// uncapRate: with no configured limit, a rate grown past this is no
 	// limit again.
 	uncapRate = 10000
-	// successWindow is the time constant of the measured rates.
-	successWindow = time.Second
+	// round is the engine's round, as TCP's: a second, the Retry-After a
+	// 429 carries by default. It is the time constant of the measured
+	// rates, the least time between two cuts, and the retransmission
+	// timeout of the restart after idle, as both RFCs key it: after a
+	// disturbance, an engine idle for less than a round restarts at its
+	// rate halved per round of idleness (RFC 2861); idle for a round or
+	// more, at restartRate·weight (RFC 5681).
+	round = time.Second
 	// sentShare: the share of an engine is at least this fraction of the
 	// rate it sent at (see share).
 	sentShare = 0.8
-	// idleRTO stands for TCP's retransmission timeout in the restart
-	// after idle, as both RFCs key it: after a disturbance, an engine idle
-	// for less than idleRTO restarts at its rate halved per idleRTO of
-	// idleness (RFC 2861); idle for idleRTO or more, at
-	// restartRate·weight (RFC 5681). A second: the Retry-After a 429
-	// carries by default, the round of the cut.
-	idleRTO = time.Second
 	// disturbMemory is how long after a 429 or a server-wide failure an
 	// idle engine restarts gently.
 	disturbMemory = time.Minute
@@ -109,7 +108,7 @@ type pacer struct {
 	// disturbed is when the server last failed or shed load (zero: never).
 	disturbed time.Time
 
-	okRate   float64   // successes per second, decaying with successWindow
+	okRate   float64   // successes per second, decaying with round
 	sentRate float64   // paced requests per second, the same way
 	okAt     time.Time // okRate and sentRate measured at
 	lastOK   time.Time // the last success
@@ -214,7 +213,7 @@ func (p *pacer) success(now time.Time) {
 		}
 	}
 	p.decay(now)
-	p.okRate += 1 / successWindow.Seconds()
+	p.okRate += 1 / round.Seconds()
 }
 
 // sent records a request let through. A probe, sent while the server is
@@ -224,7 +223,7 @@ func (p *pacer) sent(now time.Time) {
 		return
 	}
 	p.decay(now)
-	p.sentRate += 1 / successWindow.Seconds()
+	p.sentRate += 1 / round.Seconds()
 }
 
 // share is the engine's measured share of what the server takes: the rate
@@ -251,7 +250,7 @@ func (p *pacer) decay(now time.Time) {
 		return
 	}
 	if dt := now.Sub(p.okAt); dt > 0 {
-		f := math.Exp(-dt.Seconds() / successWindow.Seconds())
+		f := math.Exp(-dt.Seconds() / round.Seconds())
 		p.okRate *= f
 		p.sentRate *= f
 		p.okAt = now
@@ -305,7 +304,7 @@ func (p *pacer) mayGrowWindow(now time.Time) bool {
 func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 	p.disturbed = now
 	if !p.adaptive || sentAt.Before(p.cutAt) ||
-		(!p.cutAt.IsZero() && now.Before(p.cutAt.Add(max(retryAfter, time.Second)))) {
+		(!p.cutAt.IsZero() && now.Before(p.cutAt.Add(max(retryAfter, round)))) {
 		return
 	}
 	p.advance(now)
@@ -367,11 +366,11 @@ func (p *pacer) restartAfterIdle(now time.Time, idle time.Duration, jitter float
 	}
 	p.advance(now)
 	r := restartRate * p.weight
-	if idle < idleRTO {
+	if idle < round {
 		// A short pause: the rate halved per idle second, or with no
 		// limit the rate of recent successes, which has decayed with
 		// the idle time too.
-		base := p.rate * math.Exp2(-idle.Seconds()/idleRTO.Seconds())
+		base := p.rate * math.Exp2(-idle.Seconds()/round.Seconds())
 		if math.IsInf(p.rate, 1) {
 			p.decay(now)
 			base = p.okRate
