@@ -83,25 +83,45 @@
 // Writes go through a token bucket (Options.QPS and Burst, 50/s and 100 by
 // default; every request takes a token, the probe too, and one that fails
 // other than with a 429 gives it back: the limit is of writes answered,
-// and one event's failures cost the others nothing) whose rate adapts to the server, as TCP's congestion window
-// does to losses, with the 429 as the loss and the Retry-After as the
-// round: a 429 cuts the rate to 0.6 times the lower of the rate and the
-// engine's recent share (its successful writes, or 0.8 of what it sent if
-// more; once per Retry-After), it grows back by 0.5 writes/s plus 10% per
-// second while writes wait for it, an engine back from a Retry-After pause
-// slow-starts, and one that idles within a minute of trouble restarts
-// from the bottom (its first write after a random part of an interval)
-// instead of with its full burst. The growth and the restart are
-// scaled by how much waiting the engine carries (the summed ages of its
-// pending events), so that a fleet serves old events first; engines whose
-// events have waited longest also come back first after a Retry-After.
-// In-flight writes are bounded by a window that starts at one and falls
-// back to one after a server-wide failure. Many engines writing to one
-// server then converge to its capacity instead of offering a multiple of
-// it, drain a shared backlog about oldest first, and send about one probe
-// each per backoff step while it is down. [Stats] shows the server state
-// (healthy, shedding, probing), the current rate, the events held back and
-// the age of the oldest pending event.
+// and one event's failures cost the others nothing) whose rate adapts to
+// what the server says, as TCP's congestion window does to losses and
+// delay. A server that shows no load (flat round trips, no 429) gets the
+// configured rate and burst from the first instant, after an outage too.
+// The signals the engine reads and what it does with each (w, the weight,
+// is how much waiting the engine carries, from 0.25 to 3: the summed ages
+// of its pending events over 100 event-seconds; a round is a second, the
+// Retry-After a 429 carries by default):
+//
+//	the server says                            the engine
+//	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round
+//	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
+//	round trips of the last 1-2 s all past     trims the rate to share x T x usual / round trip,
+//	  T x usual (T: Workers, at least 2)         once a round
+//	failures other than 429 to everything      is down: one probe per backoff step; back, goes on
+//	                                             at its rate and burst
+//	a failure of one key, others stored        that key backs off alone, its token given back
+//	nothing, writes held back by the rate      the rate grows by 0.5 w^1.5 + 10% of it per second
+//	nothing, after idling within a minute      restarts from 2w writes/s (idle >= 1 s) or from
+//	  of a 429 or an outage                      the rate halved per idle second
+//
+// share is the engine's recent successful writes per second (or 0.8 of
+// what it sent, if more); usual is the least round trip of about the last
+// minute. The least round trip of a round, not the mean, tells of a queue:
+// a queue at the server (priority and fairness, a slow etcd) delays every
+// write, while a webhook slow in one namespace or the jitter of the network
+// leaves some quick. T is the most the engine's own writes under way can
+// stretch a round trip at a server serving one at a time. For two seconds
+// after an outage, the window of writes under way grows by one per 25 ms
+// and a first 429 cuts to 2w writes/s, so that a fleet coming back together
+// meets about one 429 per engine. Engines whose events have waited longest
+// grow faster, resume higher and come back first after a Retry-After, so
+// that a fleet drains a shared backlog about oldest first. In-flight
+// writes are bounded by a window that starts at one and falls back to one
+// after a server-wide failure. Many engines writing to one server then
+// converge to its capacity instead of offering a multiple of it, and send
+// about one probe each per backoff step while it is down. [Stats] shows
+// the server state (healthy, shedding, probing), the current rate, its
+// cuts, the events held back and the age of the oldest pending event.
 //
 // The engine limits its rate first and its concurrency second. A rate is
 // what the user configures (QPS, as client-go's), what the API server's

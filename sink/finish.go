@@ -17,7 +17,7 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	v := vDone
 	switch r.out {
 	case outWritten, outDropped:
-		s.answered(en, r.out == outWritten, now)
+		s.answered(en, r.out == outWritten, t.sentAt, now)
 		if at := t.sentAt.Add(s.interval); s.interval > 0 && at.After(now) && !flushing(en) {
 			// The server answered about this key: its next write waits
 			// until the interval since this one was sent has passed,
@@ -42,9 +42,9 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	return v
 }
 
-// answered records that the server answered a write of en (stored it, or
-// refused it for a reason of its own): it is up.
-func (s *sched) answered(en *entry, written bool, now time.Time) {
+// answered records that the server answered a write of en sent at sentAt
+// (stored it, or refused it for a reason of its own): it is up.
+func (s *sched) answered(en *entry, written bool, sentAt, now time.Time) {
 	en.failures, en.failed, en.failedAt, en.sheds = 0, false, time.Time{}, 0
 	s.blame.success(en.ns, !s.health.down, now)
 	if s.health.down && s.health.overloaded {
@@ -54,6 +54,7 @@ func (s *sched) answered(en *entry, written bool, now time.Time) {
 	s.pace.resume(now)
 	if written {
 		s.pace.success(now)
+		s.pace.latency(now, sentAt)
 	}
 	if s.pace.mayGrowWindow(now) { // one per success, slower after an outage
 		s.window = min(s.workers, s.window+1)

@@ -3,12 +3,15 @@ package sink
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/heraldk8s/herald/internal/testing/bench/server"
 )
 
 // loneConfig is a lone engine on a simulated clock: n events recorded at
@@ -19,14 +22,22 @@ type loneConfig struct {
 	latency time.Duration
 	// answer is the sink: the result of t, sent at at.
 	answer func(t *task, at time.Duration) result
-	seed   uint64
-	end    time.Duration
+	// server, if set, answers instead of answer: a request reaches it
+	// latency after it is sent and comes back when it leaves.
+	server server.API
+	// tweak, if set, changes the engine before it starts.
+	tweak func(*sched)
+	seed  uint64
+	end   time.Duration
 }
 
 type loneResult struct {
 	stored, dropped, requests int
 	allStored                 time.Duration // -1: never
 	storedAt                  []time.Duration
+	tooMany                   int           // 429s
+	firstTooMany              time.Duration // -1: none
+	firstTrim                 time.Duration // the first trim for the delay signal; -1: none
 }
 
 func (r loneResult) String() string {
@@ -38,12 +49,15 @@ func simulateLone(cfg loneConfig) loneResult {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	o, _ := cfg.opts.withDefaults()
 	s := newSched(o, rand.New(rand.NewPCG(cfg.seed, 1)), t0)
+	if cfg.tweak != nil {
+		cfg.tweak(s)
+	}
 	for k := range cfg.events {
 		name := fmt.Sprintf("obj%d.1", k)
 		ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Count: 1}
 		s.add(name, &item{ev: ev, create: true, n: 1, since: t0}, t0)
 	}
-	res := loneResult{allStored: -1}
+	res := loneResult{allStored: -1, firstTooMany: -1, firstTrim: -1}
 	var q simQueue
 	seq := 0
 	push := func(e simEvent) { seq++; e.seq = seq; heap.Push(&q, e) }
@@ -58,13 +72,28 @@ func simulateLone(cfg loneConfig) loneResult {
 		if ev.t != nil {
 			idle++
 			res.requests++
-			r := cfg.answer(ev.t, ev.t.sentAt.Sub(t0))
+			var r result
+			switch {
+			case cfg.server == nil:
+				r = cfg.answer(ev.t, ev.t.sentAt.Sub(t0))
+			case ev.ans.OK:
+				r = result{out: outWritten}
+			default:
+				r = testResult(outFailed, ev.ans.RetryAfter, true)
+				res.tooMany++
+				if res.firstTooMany < 0 {
+					res.firstTooMany = now
+				}
+			}
 			if r.out == outWritten {
 				res.stored++
 				res.storedAt = append(res.storedAt, now)
 			}
 			if s.finish(ev.t, r, t0.Add(now)) == vExhausted || r.out == outDropped {
 				res.dropped++
+			}
+			if s.pace.trims > 0 && res.firstTrim < 0 {
+				res.firstTrim = now
 			}
 			if res.stored+res.dropped == cfg.events && res.allStored < 0 {
 				res.allStored = now
@@ -84,7 +113,12 @@ func simulateLone(cfg loneConfig) loneResult {
 				break
 			}
 			idle--
-			push(simEvent{at: now + cfg.latency, t: t})
+			resp := simEvent{at: now + cfg.latency, t: t}
+			if cfg.server != nil {
+				resp.ans = cfg.server.Serve(t0.Add(now + cfg.latency))
+				resp.at = max(resp.at, resp.ans.Leaves.Sub(t0))
+			}
+			push(resp)
 		}
 	}
 	return res
@@ -184,5 +218,57 @@ func TestLoneEngineFlatServerGetsConfiguredRate(t *testing.T) {
 	}
 	if r.stored != 1000 {
 		t.Fatalf("%v", r)
+	}
+}
+
+// tenantQueue is a priority-and-fairness queue (server.Queue) shared with
+// another tenant, who sends rate requests/s from from on, whatever their
+// answers.
+type tenantQueue struct {
+	*server.Queue
+	next   time.Time
+	period time.Duration
+}
+
+func (q *tenantQueue) Serve(at time.Time) server.Answer {
+	for !q.next.After(at) {
+		q.Queue.Serve(q.next)
+		q.next = q.next.Add(q.period)
+	}
+	return q.Queue.Serve(at)
+}
+
+// A lone engine does not read its own writes as load, and reading the
+// server's queue costs it nothing: a server with 4 seats of 40 ms (100
+// writes/s), a queue of 25 and a wait of at most a second, which from
+// 10 s on another tenant sends 80 requests/s. The engine writes 1,500
+// events at its defaults (50/s, burst 100, 4 workers): no trim while it
+// is alone, trims once the tenant's requests queue before its writes, and
+// all stored no later than by an engine that reads only 429s (its four
+// workers already keep it from filling the queue: neither meets a 429).
+func TestLoneEngineReadsTheQueueOfOthersOnly(t *testing.T) {
+	run := func(readLatency bool) loneResult {
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		srv := &tenantQueue{Queue: server.NewQueue(100), next: t0.Add(10 * time.Second), period: time.Second / 80}
+		cfg := loneConfig{events: 1500, latency: 2 * time.Millisecond, end: 300 * time.Second, server: srv}
+		if !readLatency {
+			cfg.tweak = func(s *sched) { s.pace.tolerance = math.Inf(1) }
+		}
+		return simulateLone(cfg)
+	}
+	with, without := run(true), run(false)
+	t.Logf("reading latency: %v, 429s %d, first trim at %v", with, with.tooMany, with.firstTrim)
+	t.Logf("reading 429s only: %v, 429s %d", without, without.tooMany)
+	if with.stored != 1500 || without.stored != 1500 || with.tooMany != 0 {
+		t.Fatalf("want all stored and no 429")
+	}
+	if with.firstTrim < 10*time.Second {
+		t.Errorf("first trim at %v, before the other tenant came (10 s): the engine read its own writes as load", with.firstTrim)
+	}
+	if with.firstTrim < 0 {
+		t.Errorf("no trim: the tenant's queue was not read")
+	}
+	if with.allStored > without.allStored+without.allStored/100 {
+		t.Errorf("all stored at %v reading latency, %v without", with.allStored, without.allStored)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"time"
 )
 
-// The adaptive write rate. Many engines writing to one API server should
-// converge to its capacity instead of offering a multiple of it, and drain a
-// shared backlog oldest first. The pacer is a token bucket whose rate
-// follows TCP's congestion control, with the server's 429 as the loss
-// signal and its Retry-After as the round:
+// The adaptive write rate (the package doc has the table of the signals it
+// reads). Many engines writing to one API server should converge to its
+// capacity instead of offering a multiple of it, and drain a shared backlog
+// oldest first; a lone engine facing a server that shows no load should get
+// its configured rate. The pacer is a token bucket whose rate follows TCP's
+// congestion control, with the server's 429 as the loss signal, its
+// Retry-After as the round, and a queue seen in the round trips as the
+// delay signal (as TCP Vegas and Netflix's Gradient2 read it):
 //
 //   - Cut. A 429 cuts the rate to aimdCut times the lower of the rate and
 //     the engine's measured share (see share), and that becomes the
@@ -24,6 +27,11 @@ import (
 //     under AIMD an engine's share goes as the square root of what it adds
 //     (the square-root law of TCP), so weight^1.5 gives shares about as
 //     weight^0.75, nearer to its waiting than weight alone (weight^0.5).
+//   - Delay. When the least round trip of the last one to two rounds
+//     passes tolerance times the usual one, the rate is trimmed once a
+//     round to the share times tolerance·usual over that round trip (see
+//     latency and queueing). A queue at the server (priority and
+//     fairness) then slows the engines before it overflows into 429s.
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -49,6 +57,14 @@ import (
 //     back at the full rate and burst of each nor sends its first writes
 //     in the same instant, and the engines still holding older events
 //     (which did not go idle) keep their rate: the old events go first.
+//
+// Why the regimes on timers stay (the return from an outage and the
+// restart after idle): they stand in for a signal the server does not
+// give. A token bucket or a per-second window refuses with no latency
+// first, and a fleet coming back from an outage learns no usual round trip
+// before its own writes fill the server's queue. Turned off, each raises
+// the fleet's peak to 1.5-3x the capacity on some model of
+// TestFleetSimulation (docs/measurements.md has the figures).
 //
 // The weight tells how much waiting an engine carries: the sum of the ages
 // of its pending events, over waitUnit event-seconds, between minWeight and
@@ -82,13 +98,19 @@ const (
 	// sentShare: the share of an engine is at least this fraction of the
 	// rate it sent at (see share).
 	sentShare = 0.8
-	// disturbMemory is how long after a 429 or a server-wide failure an
-	// idle engine restarts gently.
+	// disturbMemory is how long the engine remembers what the server
+	// showed: an idle engine restarts gently within it of a 429 or a
+	// server-wide failure, and the usual round trip follows a rise within
+	// it (a queue that lasts minutes is the server's new normal).
 	disturbMemory = time.Minute
 	// returnFor is how long after the return from an outage the window
 	// grows by one per windowStep and a first 429 cuts to restartRate.
 	returnFor  = 2 * time.Second
 	windowStep = 25 * time.Millisecond
+	// rttTolerance is the least tolerance of the delay signal (see init
+	// and latency): a round trip twice the usual one, a wait as long as
+	// the service, Gradient2's default tolerance.
+	rttTolerance = 2.0
 )
 
 // pacer is the engine's write budget. The zero value is not usable: call
@@ -116,9 +138,14 @@ type pacer struct {
 	outage   bool      // paused for a server-wide failure other than a 429
 	back     time.Time // the server answered again after an outage (zero: never)
 	grewAt   time.Time // the window last grew, within returnFor of back
+
+	rtt       queueing  // the delay signal
+	tolerance float64   // of the delay signal (see init); +Inf in tests: latency is not read
+	trimAt    time.Time // the last trim for the delay signal
+	trims     int64     // trims made
 }
 
-func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
+func (p *pacer) init(qps float64, burst, workers int, adaptive bool, now time.Time) {
 	p.adaptive = adaptive
 	p.ceiling = math.Inf(1)
 	if qps > 0 {
@@ -129,6 +156,12 @@ func (p *pacer) init(qps float64, burst int, adaptive bool, now time.Time) {
 	p.thresh = math.Inf(1)
 	p.tokens = p.burst
 	p.weight = 1
+	// The tolerance of the delay signal is the engine's workers, at
+	// least rttTolerance: the most the engine's own writes can stretch a
+	// round trip at a server that serves one request at a time, so that
+	// a lone engine does not read its own writes as load.
+	p.tolerance = math.Max(rttTolerance, float64(workers))
+	p.rtt.need = max(1, workers)
 	p.last, p.okAt = now, now
 }
 
@@ -255,6 +288,89 @@ func (p *pacer) decay(now time.Time) {
 		p.sentRate *= f
 		p.okAt = now
 	}
+}
+
+// latency records the round trip of a write the server stored, sent at
+// sentAt: the delay signal (see queueing for what it reads). When the
+// least round trip of the last rounds passes tolerance times the usual
+// one, the rate is trimmed, at most once a round, to the engine's share
+// times tolerance·usual over that round trip, as Gradient2 trims its
+// limit: a little past the tolerance a little, far past it more. The
+// trim is not a cut: the threshold of slow start follows it down, but a
+// 429 after it still cuts.
+func (p *pacer) latency(now, sentAt time.Time) {
+	least, usual, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
+	if !ok || least <= p.tolerance*usual || !p.adaptive ||
+		(!p.trimAt.IsZero() && now.Sub(p.trimAt) < round) {
+		return
+	}
+	p.advance(now)
+	p.decay(now)
+	if r := math.Max(minRate, p.share()*p.tolerance*usual/least); r < p.rate {
+		p.rate = r
+		p.tokens = math.Min(p.tokens, p.bucket())
+		p.thresh, p.slow = math.Min(p.thresh, p.rate), false
+		p.trimAt = now
+		p.trims++
+	}
+}
+
+// queueing reads a queue at the server from the round trips of the
+// engine's stored writes. A server that queues the requests it cannot
+// serve yet (priority and fairness, a slow etcd) delays every request it
+// queues, and shows it in the round trip before it refuses any. The
+// signal is the least round trip of the writes answered in the current and
+// the previous round (one to two seconds), once they are at least as many
+// as the engine's workers: the least, because a queue delays every write,
+// while one slow write (a webhook slow in one namespace, a pause of the
+// network) among quick ones is not the server's, and the jitter of the
+// network shrinks in the least of several. usual, the round trip of the
+// server when it does not queue, is the first signal, then follows the
+// signal down within a round and up within disturbMemory: about the least
+// of the last minute, which a lasting change (a server slower for good)
+// becomes within a few minutes.
+type queueing struct {
+	need        int       // answers the signal needs: the workers
+	bucketAt    time.Time // the current round began
+	cur, prev   float64   // the least round trip of the current and the previous round, in seconds
+	curN, prevN int       // answers in them
+	usual       float64   // zero: not yet measured
+	usualAt     time.Time
+}
+
+// observe records a round trip of rtt seconds answered at now, and
+// returns the signal and usual, with ok false while the signal lacks
+// answers.
+func (q *queueing) observe(now time.Time, rtt float64) (least, usual float64, ok bool) {
+	if rtt <= 0 {
+		return 0, 0, false
+	}
+	if now.Sub(q.bucketAt) >= round {
+		q.prev, q.prevN = q.cur, q.curN
+		if now.Sub(q.bucketAt) >= 2*round {
+			q.prevN = 0
+		}
+		q.cur, q.curN, q.bucketAt = rtt, 0, now
+	}
+	q.cur = math.Min(q.cur, rtt)
+	q.curN++
+	least, n := q.cur, q.curN
+	if q.prevN > 0 {
+		least, n = math.Min(least, q.prev), n+q.prevN
+	}
+	if n < q.need {
+		return 0, 0, false
+	}
+	if q.usual == 0 {
+		q.usual, q.usualAt = least, now
+	}
+	tau := disturbMemory
+	if least < q.usual {
+		tau = round
+	}
+	q.usual += (least - q.usual) * -math.Expm1(-now.Sub(q.usualAt).Seconds()/tau.Seconds())
+	q.usualAt = now
+	return least, q.usual, true
 }
 
 // pause stops the clock of the success rate while the server is seen

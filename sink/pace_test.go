@@ -2,6 +2,7 @@ package sink
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -11,8 +12,8 @@ import (
 func TestPacerReadDoesNotChangeIt(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var read, quiet pacer
-	read.init(20, 20, true, t0)
-	quiet.init(20, 20, true, t0)
+	read.init(20, 20, defaultWorkers, true, t0)
+	quiet.init(20, 20, defaultWorkers, true, t0)
 	for _, p := range []*pacer{&read, &quiet} {
 		p.success(t0)
 		p.overload(t0, t0) // cut: the rate now grows while writes wait
@@ -34,7 +35,7 @@ func TestPacerReadDoesNotChangeIt(t *testing.T) {
 func TestPacerReturnFromOutage(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var p pacer
-	p.init(50, 100, true, t0)
+	p.init(50, 100, defaultWorkers, true, t0)
 	p.weight = 1.5
 	p.failed(t0)
 	p.pause(t0)
@@ -69,7 +70,7 @@ func TestPacerReturnFromOutage(t *testing.T) {
 
 	// The same 429 long after the return is an ordinary cut.
 	var q pacer
-	q.init(50, 100, true, t0)
+	q.init(50, 100, defaultWorkers, true, t0)
 	q.weight = 1.5
 	q.failed(t0)
 	q.pause(t0)
@@ -92,7 +93,7 @@ func TestPacerCutBySentRateNotLuck(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cut := func(accepted int) float64 {
 		var p pacer
-		p.init(50, 100, true, t0)
+		p.init(50, 100, defaultWorkers, true, t0)
 		// 20 requests in the last second, accepted of them succeeded.
 		for i := range 20 {
 			at := t0.Add(time.Duration(i) * 50 * time.Millisecond)
@@ -129,7 +130,7 @@ func TestPacerGrowthByWeight(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	gain := func(w float64) float64 {
 		var p pacer
-		p.init(50, 100, true, t0)
+		p.init(50, 100, defaultWorkers, true, t0)
 		p.weight = w
 		p.rate, p.tokens = 0.01, 0 // a rate so low that the proportional term is nothing, the bucket empty
 		at := t0.Add(100 * time.Millisecond)
@@ -139,5 +140,127 @@ func TestPacerGrowthByWeight(t *testing.T) {
 	one, more := gain(1), gain(2.25)
 	if r := more / one; r < 3.3 || r > 3.45 {
 		t.Errorf("growth at weight 2.25 is %.2f times that at weight 1, want about 2.25^1.5 = 3.375", r)
+	}
+}
+
+// latencyPacer is a pacer at the defaults (50/s, burst 100, 4 workers)
+// that has written at its full rate for 10 s into a server answering in
+// usual, one write every 20 ms, its rate back at the configured 50/s;
+// write(d, rtt) records d more seconds of writes answered in rtt each, and
+// returns the time after them.
+func latencyPacer(t0 time.Time, usual time.Duration) (*pacer, func(from time.Time, d time.Duration, rtt func(i int) time.Duration) time.Time) {
+	p := &pacer{}
+	p.init(50, 100, defaultWorkers, true, t0)
+	write := func(from time.Time, d time.Duration, rtt func(i int) time.Duration) time.Time {
+		now := from
+		for i := 0; now.Sub(from) < d; i++ {
+			now = now.Add(20 * time.Millisecond)
+			p.take(now)
+			p.success(now)
+			p.latency(now, now.Add(-rtt(i)))
+		}
+		return now
+	}
+	write(t0, 10*time.Second, func(int) time.Duration { return usual })
+	return p, write
+}
+
+func constant(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// A server whose latency stays flat, or jitters about it, leaves the rate
+// where it is: no trim.
+func TestPacerFlatLatencyKeepsTheRate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, write := latencyPacer(t0, 10*time.Millisecond)
+	// 2 ms plus up to 20 ms at random (the simulation's jitter), as a
+	// fixed pattern.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	jitter := func(int) time.Duration { return 2*time.Millisecond + rand.N(20*time.Millisecond) }
+	_ = rnd
+	now := write(t0.Add(10*time.Second), 60*time.Second, jitter)
+	if p.trims != 0 || p.current(now) != 50 {
+		t.Fatalf("%d trims, rate %v, want none at the configured 50/s", p.trims, p.current(now))
+	}
+}
+
+// Latency growth slows the engine before any 429: a queue at the server
+// that delays every write of the last rounds past tolerance (4 with 4
+// workers) times the usual round trip trims the rate, once a round, to
+// the share times tolerance·usual over the round trip; the trim is not a
+// cut.
+func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, write := latencyPacer(t0, 10*time.Millisecond)
+	at := t0.Add(10 * time.Second)
+	// Round trips of 4 times the usual: the engine's own four workers
+	// could wait that long for each other at a server with one seat.
+	at = write(at, 5*time.Second, constant(40*time.Millisecond))
+	if p.trims != 0 {
+		t.Fatalf("trimmed at 4 times the usual round trip (the engine's own workers)")
+	}
+	// Then the queue grows: every write waits 100 ms. Once the writes of
+	// the last two rounds all waited, the rate is trimmed.
+	var trimmedAt time.Time
+	for i := 0; i < 150 && p.trims == 0; i++ {
+		at = write(at, 20*time.Millisecond, constant(100*time.Millisecond))
+		trimmedAt = at
+	}
+	if p.trims != 1 || p.cuts != 0 {
+		t.Fatalf("%d trims and %d cuts, want one trim and no cut", p.trims, p.cuts)
+	}
+	if d := trimmedAt.Sub(t0.Add(15 * time.Second)); d > 2*round+100*time.Millisecond {
+		t.Errorf("trimmed %v after the queue began, want within two rounds", d)
+	}
+	// The share is the 50 writes/s it got through: trimmed to 50 · 4 ·
+	// usual / 100 ms, usual having risen a little from 10 ms.
+	if r := p.current(at); r < 20 || r > 30 {
+		t.Fatalf("rate %v after the trim, want 50·4·usual/100ms, 20 to 30", r)
+	}
+	// No second trim within the round, however long the waits.
+	write(at, 900*time.Millisecond, constant(300*time.Millisecond))
+	if p.trims != 1 {
+		t.Fatalf("%d trims within a round, want 1", p.trims)
+	}
+}
+
+// One slow write among quick ones (a webhook slow in one namespace, a
+// pause of the network) is not the server's queue: the signal is the least
+// round trip of the last writes, as many as the workers.
+func TestPacerOneSlowWriteIsNotAQueue(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, write := latencyPacer(t0, 10*time.Millisecond)
+	// Every second write waits 2 s (its namespace's webhook), the others
+	// are as quick as ever.
+	write(t0.Add(10*time.Second), 30*time.Second, func(i int) time.Duration {
+		if i%2 == 0 {
+			return 2 * time.Second
+		}
+		return 10 * time.Millisecond
+	})
+	if p.trims != 0 {
+		t.Fatalf("%d trims for writes slow in one namespace, want none", p.trims)
+	}
+}
+
+// The usual round trip follows a lasting rise within about a minute (a
+// server that is slower for good is not loaded for good), and an engine
+// with the adaptive rate off never trims.
+func TestPacerUsualFollowsALastingRise(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, write := latencyPacer(t0, 10*time.Millisecond)
+	at := write(t0.Add(10*time.Second), 5*time.Minute, constant(100*time.Millisecond))
+	trims := p.trims
+	write(at, time.Minute, constant(100*time.Millisecond))
+	if trims == 0 || p.trims != trims {
+		t.Fatalf("%d trims in the first 5 minutes of a lasting rise, %d more in the next, want some and then none", trims, p.trims-trims)
+	}
+	var off pacer
+	off.init(50, 100, defaultWorkers, false, t0)
+	for i := range 1000 {
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		off.latency(now, now.Add(-time.Duration(i)*time.Millisecond))
+	}
+	if off.trims != 0 || off.current(t0.Add(10*time.Second)) != 50 {
+		t.Fatalf("the adaptive rate off trimmed: %d trims", off.trims)
 	}
 }

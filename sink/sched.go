@@ -88,7 +88,7 @@ func newSched(o Options, rnd *rand.Rand, now time.Time) *sched {
 		t0:         now,
 		idleSince:  now,
 	}
-	s.pace.init(o.QPS, o.Burst, !o.DisableAdaptiveRate, now)
+	s.pace.init(o.QPS, o.Burst, o.Workers, !o.DisableAdaptiveRate, now)
 	s.blame.init()
 	return s
 }
@@ -393,7 +393,7 @@ func (s *sched) stats(st *Stats, now time.Time) {
 		st.Server = ServerShedding
 	}
 	st.Probes = s.health.probes
-	st.RateCuts = s.pace.cuts
+	st.RateCuts = s.pace.cuts + s.pace.trims
 	st.WriteRate = s.pace.current(now)
 	// The events held by a Retry-After, and when the server, the window
 	// or the write budget holds the rest, those: not the keys waiting for

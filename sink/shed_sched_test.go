@@ -334,7 +334,7 @@ func TestRetryAfterJitterFavoursOldEvents(t *testing.T) {
 func TestPacerSlowStartAfterPause(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var p pacer
-	p.init(50, 100, true, t0)
+	p.init(50, 100, defaultWorkers, true, t0)
 	now := t0
 	for range 40 { // a measured share of about 20 writes/s
 		now = now.Add(50 * time.Millisecond)
@@ -369,8 +369,8 @@ func TestPacerSlowStartAfterPause(t *testing.T) {
 func TestPacerRestartAfterIdle(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var calm, hit pacer
-	calm.init(50, 100, true, t0)
-	hit.init(50, 100, true, t0)
+	calm.init(50, 100, defaultWorkers, true, t0)
+	hit.init(50, 100, defaultWorkers, true, t0)
 	hit.failed(t0)
 	hit.weight = minWeight // one new event
 	at := t0.Add(3 * time.Second)
@@ -386,7 +386,7 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 		t.Fatalf("its first write waits %v, want half an interval at %v writes/s", wait, hit.rate)
 	}
 	var brief pacer
-	brief.init(50, 100, true, t0)
+	brief.init(50, 100, defaultWorkers, true, t0)
 	brief.failed(t0)
 	brief.weight = minWeight
 	brief.restartAfterIdle(at, 500*time.Millisecond, 0)
@@ -394,7 +394,7 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 		t.Fatalf("disturbed engine after half an idle second: rate %v tokens %v threshold %v, want rate %v", brief.rate, brief.tokens, brief.thresh, want)
 	}
 	var old pacer
-	old.init(50, 100, true, t0)
+	old.init(50, 100, defaultWorkers, true, t0)
 	old.failed(t0)
 	late := t0.Add(disturbMemory + time.Second)
 	old.restartAfterIdle(late, time.Second, 0)
@@ -406,7 +406,7 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 	// rate times the weight.
 	busy := func(idle time.Duration) float64 {
 		var p pacer
-		p.init(-1, 0, true, t0)
+		p.init(-1, 0, defaultWorkers, true, t0)
 		now := t0
 		for range 2000 { // 1,000 writes/s for 2 s
 			now = now.Add(time.Millisecond)
@@ -424,7 +424,7 @@ func TestPacerRestartAfterIdle(t *testing.T) {
 		t.Fatalf("a limitless engine idle for 20 s restarted at %v writes/s, want %v", r, restartRate)
 	}
 	var off pacer
-	off.init(50, 100, false, t0)
+	off.init(50, 100, defaultWorkers, false, t0)
 	off.failed(t0)
 	off.restartAfterIdle(at, 3*time.Second, 0)
 	if off.rate != 50 || off.tokens != 100 {

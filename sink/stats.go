@@ -37,10 +37,11 @@ type Stats struct {
 	// seen down.
 	Probes int64
 	// WriteRate is the current write budget in writes per second: the
-	// configured limit, or less after the server answered 429 (it grows
-	// back). +Inf means no limit.
+	// configured limit, or less after the server answered 429 or its
+	// round trips told of a queue (it grows back). +Inf means no limit.
 	WriteRate float64
-	// RateCuts counts the times a 429 cut the write rate.
+	// RateCuts counts the times a 429, or round trips that told of a
+	// queue at the server, cut the write rate.
 	RateCuts int64
 	// HeldBack counts the pending events that wait only because the
 	// server is down, asked them to retry later (a 429's Retry-After) or

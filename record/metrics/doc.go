@@ -27,7 +27,7 @@
 //	herald_server_shedding            gauge    1 while the server sheds load (429 with Retry-After)
 //	herald_server_probes_total        counter  requests sent as probes
 //	herald_write_rate                 gauge    the sinks' write budget in writes/s (+Inf: no limit)
-//	herald_write_rate_cuts_total      counter  times a 429 cut a sink's write rate
+//	herald_write_rate_cuts_total      counter  times a 429 or a queue seen in round trips cut a sink's write rate
 //
 // Optional constant labels (for instance the controller's name) tell the
 // broadcasters of one process apart.

@@ -55,7 +55,7 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 		writeRate: prometheus.NewDesc("herald_write_rate",
 			"Current write budget of the sinks in writes per second: the configured limit, or less after 429s (+Inf: no limit).", nil, constLabels),
 		rateCuts: prometheus.NewDesc("herald_write_rate_cuts_total",
-			"Times a 429 from the API server cut a sink's write rate.", nil, constLabels),
+			"Times a 429 from the API server, or its round trips telling of a queue, cut a sink's write rate.", nil, constLabels),
 		heldBack:      d("held_back", "Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After), or the write rate (or the in-flight window) is spent."),
 		oldestPending: d("oldest_pending_seconds", "Age of the oldest event not yet written (0 when none is)."),
 	}

@@ -112,7 +112,7 @@ herald_server_probes_total 4
 # HELP herald_write_rate Current write budget of the sinks in writes per second: the configured limit, or less after 429s (+Inf: no limit).
 # TYPE herald_write_rate gauge
 herald_write_rate 12.5
-# HELP herald_write_rate_cuts_total Times a 429 from the API server cut a sink's write rate.
+# HELP herald_write_rate_cuts_total Times a 429 from the API server, or its round trips telling of a queue, cut a sink's write rate.
 # TYPE herald_write_rate_cuts_total counter
 herald_write_rate_cuts_total 2
 # HELP herald_events_held_back Pending events waiting only because the API server is seen down, asked them to retry later (429 Retry-After), or the write rate (or the in-flight window) is spent.
