@@ -38,6 +38,8 @@ type loneResult struct {
 	tooMany                   int           // 429s
 	firstTooMany              time.Duration // -1: none
 	firstTrim                 time.Duration // the first trim for the delay signal; -1: none
+	trims                     int64         // trims for the delay signal
+	stats                     Stats         // the engine's at the end
 }
 
 func (r loneResult) String() string {
@@ -121,6 +123,8 @@ func simulateLone(cfg loneConfig) loneResult {
 			push(resp)
 		}
 	}
+	res.trims = s.pace.trims
+	s.stats(&res.stats, t0.Add(cfg.end))
 	return res
 }
 
@@ -270,5 +274,9 @@ func TestLoneEngineReadsTheQueueOfOthersOnly(t *testing.T) {
 	}
 	if with.allStored > without.allStored+without.allStored/100 {
 		t.Errorf("all stored at %v reading latency, %v without", with.allStored, without.allStored)
+	}
+	// Stats count the trims as rate cuts (no 429 cut here).
+	if with.stats.RateCuts != with.trims || without.stats.RateCuts != 0 {
+		t.Errorf("RateCuts %d with %d trims, %d without", with.stats.RateCuts, with.trims, without.stats.RateCuts)
 	}
 }

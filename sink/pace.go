@@ -368,8 +368,10 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual float64, ok
 	if least < q.usual {
 		tau = round
 	}
-	q.usual += (least - q.usual) * -math.Expm1(-now.Sub(q.usualAt).Seconds()/tau.Seconds())
-	q.usualAt = now
+	if dt := now.Sub(q.usualAt); dt > 0 { // a clock set back moves nothing
+		q.usual += (least - q.usual) * -math.Expm1(-dt.Seconds()/tau.Seconds())
+		q.usualAt = now
+	}
 	return least, q.usual, true
 }
 

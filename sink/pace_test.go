@@ -171,15 +171,17 @@ func constant(d time.Duration) func(int) time.Duration { return func(int) time.D
 // where it is: no trim.
 func TestPacerFlatLatencyKeepsTheRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p, write := latencyPacer(t0, 10*time.Millisecond)
-	// 2 ms plus up to 20 ms at random (the simulation's jitter), as a
-	// fixed pattern.
-	rnd := rand.New(rand.NewPCG(1, 2))
-	jitter := func(int) time.Duration { return 2*time.Millisecond + rand.N(20*time.Millisecond) }
-	_ = rnd
-	now := write(t0.Add(10*time.Second), 60*time.Second, jitter)
-	if p.trims != 0 || p.current(now) != 50 {
-		t.Fatalf("%d trims, rate %v, want none at the configured 50/s", p.trims, p.current(now))
+	for seed := uint64(1); seed <= 5; seed++ {
+		p, write := latencyPacer(t0, 10*time.Millisecond)
+		// 2 ms plus up to 20 ms at random (the simulation's jitter).
+		rnd := rand.New(rand.NewPCG(seed, 2))
+		jitter := func(int) time.Duration {
+			return 2*time.Millisecond + time.Duration(rnd.Int64N(int64(20*time.Millisecond)))
+		}
+		now := write(t0.Add(10*time.Second), 60*time.Second, jitter)
+		if p.trims != 0 || p.current(now) != 50 {
+			t.Fatalf("seed %d: %d trims, rate %v, want none at the configured 50/s", seed, p.trims, p.current(now))
+		}
 	}
 }
 
@@ -262,5 +264,18 @@ func TestPacerUsualFollowsALastingRise(t *testing.T) {
 	}
 	if off.trims != 0 || off.current(t0.Add(10*time.Second)) != 50 {
 		t.Fatalf("the adaptive rate off trimmed: %d trims", off.trims)
+	}
+}
+
+// A clock set back (a fake clock in a user's test) moves neither the
+// usual round trip nor the signal's rounds.
+func TestQueueingClockSetBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q := queueing{need: 1}
+	q.observe(t0, 0.010)
+	_, before, _ := q.observe(t0.Add(3*time.Second), 0.050)
+	least, usual, ok := q.observe(t0.Add(3*time.Second-time.Hour), 1.0)
+	if !ok || usual != before || least != 0.050 {
+		t.Fatalf("signal %v, usual %v after a round trip answered an hour before the last, want 0.050 and %v", least, usual, before)
 	}
 }
