@@ -115,7 +115,7 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	if len(s.ready) > 0 {
 		age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
 	}
-	s.health.fail(now, t.sentAt, t.probe, overload, r.retryAfter, age, s.base, s.max, s.rnd)
+	s.health.fail(now, t.sentAt, t.probe, overload, r.retryAfter, age, s.pendingEvents, s.base, s.max, s.rnd)
 	s.window = 1
 	if overload {
 		s.pace.overload(now, t.sentAt)

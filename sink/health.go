@@ -4,6 +4,7 @@
 package sink
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -16,9 +17,16 @@ type health struct {
 	probeAt    time.Time // when the next probe may go
 	failures   int       // consecutive escalations of the backoff
 	since      time.Time // when the server was last seen failing (the last escalation)
+	downAt     time.Time // when the server was seen down, at the first failure of the outage
 	probes     int64     // probes sent
 	overloaded bool      // down for a 429 (the server shed everything), not an outage
 }
+
+// probeWorth is what one probe is worth, in event-seconds of waiting: an
+// engine sends a probe sooner than its backoff when the events it holds
+// would otherwise wait more than that for the return to be seen (see
+// probeSpacing).
+const probeWorth = 60
 
 // raJitter is the most, as a fraction of the Retry-After, that an engine
 // adds to it before its probe, for events just recorded; events that have
@@ -31,10 +39,13 @@ const raJitter = 0.5
 // others are requests that were under way when the server went down.
 //
 // overload tells a 429; age is how long the oldest of the engine's waiting
-// events has waited.
-func (h *health) fail(now, sentAt time.Time, probe, overload bool, retryAfter, age, base, max time.Duration, rnd *rand.Rand) {
+// events has waited, and pending how many events wait.
+func (h *health) fail(now, sentAt time.Time, probe, overload bool, retryAfter, age time.Duration, pending int64, base, max time.Duration, rnd *rand.Rand) {
 	if h.down && !probe && sentAt.Before(h.since) {
 		return
+	}
+	if !h.down {
+		h.downAt = now
 	}
 	h.down = true
 	h.since = now
@@ -53,9 +64,26 @@ func (h *health) fail(now, sentAt time.Time, probe, overload bool, retryAfter, a
 		d = ra + time.Duration(j)
 	} else {
 		h.failures++
-		d = backoff(h.failures, base, max, rnd)
+		d = backoff(h.failures, base, min(max, probeSpacing(now.Sub(h.downAt)+base, pending, base)), rnd)
 	}
 	h.probeAt = now.Add(d)
+}
+
+// probeSpacing is the spacing of probes that costs an engine holding
+// pending events least, for an outage that has lasted down: a probe every
+// d costs down/d requests over that much more of the outage (as long
+// again as it has lasted, the best guess of what is left) and makes each
+// event wait d/2 more on average after the return, which costs
+// pending·d/2 event-seconds at probeWorth each per request; the least of
+// their sum is at d = √(2·probeWorth·down/pending), the square-root law
+// of checkpointing intervals. An engine that holds few events keeps its
+// backoff; one that holds many finds the return sooner.
+func probeSpacing(down time.Duration, pending int64, least time.Duration) time.Duration {
+	if pending <= 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	d := time.Duration(math.Sqrt(2*probeWorth*down.Seconds()/float64(pending)) * float64(time.Second))
+	return max(d, least)
 }
 
 func (h *health) up() {

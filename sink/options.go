@@ -86,7 +86,12 @@ type Options struct {
 	// was just recorded, less when it is older (the fraction is
 	// 1s/(1s+age)). Defaults 500 ms and 2 s: an engine sends one request
 	// every 1 to 2 s to a server that is down, and finds it back within
-	// 2 s of its return. MaxDelay [NoWait] means no wait at all.
+	// 2 s of its return. An engine holding many events probes sooner,
+	// never sooner than BaseDelay (before the jitter): d above is at most
+	// √(2·60 s·t/n) for n events waiting and an outage of t so far (the
+	// package doc has the reason), so 1,500 events find the end of a 3 s
+	// outage within about half a second. MaxDelay [NoWait] means no wait
+	// at all.
 	// record.WithSleepDuration is client-go's name for MaxDelay.
 	BaseDelay, MaxDelay time.Duration
 	// RequestTimeout bounds one request of a ContextEventSink (and of

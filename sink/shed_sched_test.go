@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -316,7 +317,7 @@ func TestRetryAfterJitterFavoursOldEvents(t *testing.T) {
 		var most time.Duration
 		for range 1000 {
 			var h health
-			h.fail(t0, t0, false, true, time.Second, age, time.Second, 10*time.Second, rnd)
+			h.fail(t0, t0, false, true, time.Second, age, 1, time.Second, 10*time.Second, rnd)
 			d := h.probeAt.Sub(t0) - time.Second
 			if d < 0 || d > bound {
 				t.Fatalf("age %v: jitter %v outside [0, %v]", age, d, bound)
@@ -510,4 +511,50 @@ func TestSchedKeyRefusedAloneIsDropped(t *testing.T) {
 		t.Fatalf("%d of %d good events written in a minute (the refused key dropped at %v)", written, added, droppedAt)
 	}
 	t.Logf("refused key dropped after %d tries at %v; %d of %d good events written", badTries, droppedAt, written, added)
+}
+
+// While the server is down, an engine holding few events probes on its
+// backoff (500 ms doubling to 2 s at the defaults), probe for probe the
+// same as with no law; one holding many probes sooner, as probeSpacing
+// says for the outage so far, never sooner than half BaseDelay: 1,500
+// events find a 3 s outage's end within about half a second.
+func TestProbeSpacingFollowsTheBacklog(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const base, most = defaultBaseDelay, defaultMaxDelay
+	probes := func(pending int64, seed uint64, law bool) []time.Duration {
+		rnd := rand.New(rand.NewPCG(seed, 9))
+		var h health
+		var at []time.Duration
+		now := t0
+		for now.Sub(t0) < 10*time.Second {
+			if law {
+				h.fail(now, now, true, false, 0, 0, pending, base, most, rnd)
+			} else {
+				h.failures++
+				h.probeAt = now.Add(backoff(h.failures, base, most, rnd))
+			}
+			now = h.probeAt
+			at = append(at, now.Sub(t0))
+		}
+		return at
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		for _, pending := range []int64{0, 1, 10, 30} {
+			if got, want := probes(pending, seed, true), probes(pending, seed, false); !slices.Equal(got, want) {
+				t.Fatalf("seed %d, %d events: probes at %v, want the backoff's %v", seed, pending, got, want)
+			}
+		}
+		at := probes(1500, seed, true)
+		prev := time.Duration(0)
+		for _, a := range at {
+			d := a - prev
+			if lim := max(base, probeSpacing(prev+base, 1500, base)); d < base/2 || d > lim {
+				t.Fatalf("seed %d, 1,500 events: a probe %v after the one at %v, want within [%v, %v]", seed, d, prev, base/2, lim)
+			}
+			if prev >= 2*time.Second && prev < 3500*time.Millisecond && d > 600*time.Millisecond {
+				t.Fatalf("seed %d, 1,500 events: a probe %v after the one at %v, want at most 600ms", seed, d, prev)
+			}
+			prev = a
+		}
+	}
 }
