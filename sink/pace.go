@@ -84,9 +84,6 @@ const (
 	// minRate is the floor of the adaptive rate, in writes/s: an engine
 	// that is cut again and again still tries one write every two seconds.
 	minRate = 0.5
-	// uncapRate: with no configured limit, a rate grown past this is no
-	// limit again.
-	uncapRate = 10000
 	// round is the engine's round, as TCP's: a second, the Retry-After a
 	// 429 carries by default. It is the time constant of the measured
 	// rates, the least time between two cuts, and the retransmission
@@ -191,10 +188,11 @@ func (p *pacer) advance(now time.Time) {
 	}
 }
 
-// setRate sets the rate to r, capped at the ceiling (and no limit again past
-// uncapRate when there is no ceiling).
+// setRate sets the rate to r, capped at the ceiling. With no ceiling, a
+// rate past what the workers can send at the usual round trip is no limit
+// again: the workers, not the rate, hold the writes back there.
 func (p *pacer) setRate(r float64) {
-	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && r >= uncapRate) {
+	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && p.rtt.usual > 0 && r >= float64(p.rtt.need)/p.rtt.usual) {
 		r = p.ceiling
 	}
 	p.rate = r

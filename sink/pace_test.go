@@ -279,3 +279,43 @@ func TestQueueingClockSetBack(t *testing.T) {
 		t.Fatalf("signal %v, usual %v after a round trip answered an hour before the last, want 0.050 and %v", least, usual, before)
 	}
 }
+
+// With no write limit, a rate cut by a 429 grows back while it holds the
+// writes back, and is no limit again once it passes what the workers can
+// send at the usual round trip (4 workers, 2 ms: 2,000 writes/s), not
+// before.
+func TestPacerUnlimitedAgainPastTheWorkersReach(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const rtt = 2 * time.Millisecond
+	reach := float64(defaultWorkers) / rtt.Seconds()
+	var p pacer
+	p.init(0, 100, defaultWorkers, true, t0)
+	write := func(now time.Time) {
+		p.success(now)
+		p.latency(now, now.Add(-rtt))
+	}
+	for i := range 50 {
+		write(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	cut := t0.Add(time.Second)
+	p.shed(cut, cut, time.Second)
+	if math.IsInf(p.rate, 1) || p.rate >= reach {
+		t.Fatalf("after a 429: rate %v, want a limit below %v", p.rate, reach)
+	}
+	var most float64
+	for ms := 1; ms <= 200_000; ms++ {
+		now := cut.Add(time.Duration(ms) * time.Millisecond)
+		for p.take(now) == 0 && !math.IsInf(p.rate, 1) {
+			write(now)
+		}
+		if math.IsInf(p.rate, 1) {
+			if most < 0.9*reach || most > reach {
+				t.Fatalf("no limit again at %v after the cut with the rate at %.0f, want it unlimited once past %.0f", now.Sub(cut), most, reach)
+			}
+			t.Logf("no limit again %v after the cut", now.Sub(cut))
+			return
+		}
+		most = math.Max(most, p.rate)
+	}
+	t.Fatalf("the rate is still a limit (%.0f) 200 s after the cut", p.rate)
+}
