@@ -70,6 +70,11 @@ func BenchmarkFleetAPF(b *testing.B) {
 				sums.add(runFleetAPF(b, env, c.impl, c.herald))
 			}
 			sums.report(b, b.N)
+			if c.impl == "herald" {
+				// Cuts for 429s and trims for the delay signal: more
+				// than answered-429 are trims (one cut per 429 at most).
+				b.ReportMetric(sums.rateCuts/float64(b.N), "rate-cuts")
+			}
 		})
 	}
 }
@@ -301,7 +306,7 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var dropped int64
+	var dropped, cuts int64
 	for _, c := range controllers {
 		if c.herald != nil {
 			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
@@ -309,6 +314,7 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 			scancel()
 			s := c.herald.Stats()
 			dropped += s.Dropped.Total() + s.Abandoned
+			cuts += s.RateCuts
 		} else {
 			c.client.Shutdown()
 		}
@@ -322,7 +328,8 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 		stored:   float64(cnt.stored),
 		requests: float64(cnt.requests), writes: float64(cnt.writes),
 		requestsDown: float64(cnt.downTotal), tooMany: float64(cnt.tooMany),
-		peak: float64(peakFrom(cnt.perSecond, int(fleetOutage/time.Second))),
+		peak:     float64(peakFrom(cnt.perSecond, int(fleetOutage/time.Second))),
+		rateCuts: float64(cuts),
 	}
 	r.lost = r.recorded - r.stored
 	if impl == "herald" {

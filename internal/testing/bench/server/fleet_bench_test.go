@@ -108,6 +108,7 @@ func BenchmarkFleet(b *testing.B) {
 type fleetResult struct {
 	recorded, stored, lost, requestsDown, maxDownPerController, peak, peakRatio, tooMany, requests, writes float64
 	jain                                                                                                   float64
+	rateCuts                                                                                               float64 // herald's Stats().RateCuts summed over the controllers (FleetAPF)
 	firstBatch, all                                                                                        float64 // seconds after the return; fleetMax if never
 }
 
@@ -121,6 +122,7 @@ func (r *fleetResult) add(o fleetResult) {
 	r.peakRatio += o.peakRatio
 	r.jain += o.jain
 	r.tooMany += o.tooMany
+	r.rateCuts += o.rateCuts
 	r.requests += o.requests
 	r.writes += o.writes
 	r.firstBatch += o.firstBatch
