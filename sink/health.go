@@ -70,14 +70,15 @@ func (h *health) fail(now, sentAt time.Time, probe, overload bool, retryAfter, a
 }
 
 // probeSpacing is the spacing of probes that costs an engine holding
-// pending events least, for an outage that has lasted down: a probe every
-// d costs down/d requests over that much more of the outage (as long
-// again as it has lasted, the best guess of what is left) and makes each
-// event wait d/2 more on average after the return, which costs
-// pending·d/2 event-seconds at probeWorth each per request; the least of
-// their sum is at d = √(2·probeWorth·down/pending), the square-root law
-// of checkpointing intervals. An engine that holds few events keeps its
-// backoff; one that holds many finds the return sooner.
+// pending events least, for an outage that has lasted down, and never less
+// than least. Probes d apart cost about down/d requests over as much more
+// of the outage (what has lasted is the best guess of what is left), and
+// make each pending event wait d/2 more on average after the return; with
+// a request worth probeWorth event-seconds, their sum
+// down/d + pending·d/(2·probeWorth) is least at
+// d = √(2·probeWorth·down/pending), the square-root law of checkpoint
+// intervals. An engine that holds few events keeps its backoff; one that
+// holds many finds the return sooner.
 func probeSpacing(down time.Duration, pending int64, least time.Duration) time.Duration {
 	if pending <= 0 {
 		return time.Duration(math.MaxInt64)
