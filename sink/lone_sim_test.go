@@ -178,66 +178,55 @@ func TestLoneEngineRandomFailures(t *testing.T) {
 	}
 }
 
-// A lone engine with the write limit off drains 2,000 events held by a
-// 3 s outage within a second of the server's return, in every run (the
-// bench's outage scenario: 16 workers, backoff 100 ms to 500 ms, 1 ms
-// writes).
+// A lone engine with the write limit off drains the events an outage
+// answered 503 held within a second of the server's return, in each of 40
+// runs: at the defaults, 1,500 events after a 2 or 3 s outage (the bench's
+// lone outage), and 2,000 after 3 s with 16 workers and a backoff of
+// 100 ms to 500 ms (the bench's outage rows). Holding that many events,
+// the engine probes about half a second apart (see probeSpacing), where
+// its backoff alone would reach 2 s. After a longer outage it probes less
+// often, as probeSpacing says, and drains within that spacing and half a
+// second (1,500 writes of 1 ms on 4 workers take 0.4 s). Probes never come
+// more often than one per half BaseDelay.
 func TestLoneEngineOutageDrain(t *testing.T) {
-	const outage = 3 * time.Second
-	for seed := uint64(1); seed <= 5; seed++ {
-		r := simulateLone(loneConfig{
-			opts:   Options{Workers: 16, QPS: Unlimited, BaseDelay: 100 * time.Millisecond, MaxDelay: 500 * time.Millisecond},
-			events: 2000, latency: time.Millisecond, end: 20 * time.Second, seed: seed,
-			answer: func(_ *task, at time.Duration) result {
-				if at < outage {
-					return result{out: outFailed, fault: faultTransport}
-				}
-				return result{out: outWritten}
-			}})
-		t.Logf("seed %d: %v, drained %v after the return", seed, r, r.allStored-outage)
-		if r.stored != 2000 || r.allStored-outage > time.Second {
-			t.Errorf("seed %d: %v, want all stored within 1 s of the return", seed, r)
-		}
-	}
-}
-
-// At the defaults with the write limit off, a lone engine holding 1,500
-// events drains them within a second of the return from a 2 or 3 s
-// outage answered 503, in each of 40 runs (the bench's lone outage):
-// holding that many events, it probes about half a second apart (see
-// probeSpacing), where its backoff alone would reach 2 s. After a longer
-// outage it probes less often, as probeSpacing says, and drains within
-// that spacing and half a second (1,500 writes of 1 ms on 4 workers take
-// 0.4 s). Probes never come more often than one per half BaseDelay.
-func TestLoneEngineOutageDrainAtTheDefaults(t *testing.T) {
-	const events = 1500
-	for _, outage := range []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second, 10 * time.Second} {
-		within := time.Second
-		if outage > 3*time.Second {
-			within = probeSpacing(outage+defaultBaseDelay, events, defaultBaseDelay) + 500*time.Millisecond
-		}
-		mostDown := defaultWorkers + int(outage/(defaultBaseDelay/2))
-		var worst time.Duration
-		for seed := uint64(1); seed <= 40; seed++ {
-			down := 0
-			r := simulateLone(loneConfig{
-				opts:   Options{QPS: Unlimited},
-				events: events, latency: time.Millisecond, end: 40 * time.Second, seed: seed,
-				answer: func(_ *task, at time.Duration) result {
-					if at < outage {
-						down++
-						return result{out: outFailed, fault: faultTransport}
-					}
-					return result{out: outWritten}
-				}})
-			drained := r.allStored - outage
-			worst = max(worst, drained)
-			if r.stored != events || drained > within || down > mostDown {
-				t.Errorf("outage %v, seed %d: %v, %d requests while down, drained %v after the return; want all stored within %v, at most %d requests while down",
-					outage, seed, r, down, drained, within, mostDown)
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		events  int
+		outages []time.Duration
+	}{
+		{"defaults", Options{QPS: Unlimited}, 1500, []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second, 10 * time.Second}},
+		{"16 workers, backoff 100-500ms", Options{Workers: 16, QPS: Unlimited, BaseDelay: 100 * time.Millisecond, MaxDelay: 500 * time.Millisecond}, 2000, []time.Duration{3 * time.Second}},
+	} {
+		o, _ := tc.opts.withDefaults()
+		for _, outage := range tc.outages {
+			within := time.Second
+			if outage > 3*time.Second {
+				within = probeSpacing(outage+o.BaseDelay, int64(tc.events), o.BaseDelay) + 500*time.Millisecond
 			}
+			mostDown := o.Workers + int(outage/(o.BaseDelay/2))
+			var worst time.Duration
+			for seed := uint64(1); seed <= 40; seed++ {
+				down := 0
+				r := simulateLone(loneConfig{
+					opts:   tc.opts,
+					events: tc.events, latency: time.Millisecond, end: 40 * time.Second, seed: seed,
+					answer: func(_ *task, at time.Duration) result {
+						if at < outage {
+							down++
+							return result{out: outFailed, fault: faultTransport}
+						}
+						return result{out: outWritten}
+					}})
+				drained := r.allStored - outage
+				worst = max(worst, drained)
+				if r.stored != tc.events || drained > within || down > mostDown {
+					t.Errorf("%s, outage %v, seed %d: %v, %d requests while down, drained %v after the return; want all stored within %v, at most %d requests while down",
+						tc.name, outage, seed, r, down, drained, within, mostDown)
+				}
+			}
+			t.Logf("%s, outage %v: drained at worst %v after the return (bound %v)", tc.name, outage, worst, within)
 		}
-		t.Logf("outage %v: drained at worst %v after the return (bound %v)", outage, worst, within)
 	}
 }
 

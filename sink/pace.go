@@ -189,8 +189,8 @@ func (p *pacer) advance(now time.Time) {
 }
 
 // setRate sets the rate to r, capped at the ceiling. With no ceiling, a
-// rate past what the workers can send at the usual round trip is no limit
-// again: the workers, not the rate, hold the writes back there.
+// rate past what the workers (rtt.need) can send at the usual round trip
+// is no limit again: the workers, not the rate, hold the writes back there.
 func (p *pacer) setRate(r float64) {
 	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && p.rtt.usual > 0 && r >= float64(p.rtt.need)/p.rtt.usual) {
 		r = p.ceiling
