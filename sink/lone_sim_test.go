@@ -254,23 +254,6 @@ func TestLoneEngineFlatServerGetsConfiguredRate(t *testing.T) {
 	}
 }
 
-// tenantQueue is a priority-and-fairness queue (server.Queue) shared with
-// another tenant, who sends rate requests/s from from on, whatever their
-// answers.
-type tenantQueue struct {
-	*server.Queue
-	next   time.Time
-	period time.Duration
-}
-
-func (q *tenantQueue) Serve(at time.Time) server.Answer {
-	for !q.next.After(at) {
-		q.Queue.Serve(q.next)
-		q.next = q.next.Add(q.period)
-	}
-	return q.Queue.Serve(at)
-}
-
 // A lone engine does not read its own writes as load, and reading the
 // server's queue costs it nothing: a server with 4 seats of 40 ms (100
 // writes/s), a queue of 25 and a wait of at most a second, which from
@@ -282,7 +265,7 @@ func (q *tenantQueue) Serve(at time.Time) server.Answer {
 func TestLoneEngineReadsTheQueueOfOthersOnly(t *testing.T) {
 	run := func(readLatency bool) loneResult {
 		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		srv := &tenantQueue{Queue: server.NewQueue(100), next: t0.Add(10 * time.Second), period: time.Second / 80}
+		srv := &server.Tenant{API: server.NewQueue(100), Next: t0.Add(10 * time.Second), Period: time.Second / 80}
 		cfg := loneConfig{events: 1500, latency: 2 * time.Millisecond, end: 300 * time.Second, server: srv}
 		if !readLatency {
 			cfg.tweak = func(s *sched) { s.pace.tolerance = math.Inf(1) }

@@ -23,7 +23,9 @@
 //     slots for its service time, and a request that finds them all
 //     taken is refused at once;
 //   - Steps: another model whose capacity changes at given times after
-//     the start (another tenant arrives, a replica goes).
+//     the start (another tenant arrives, a replica goes);
+//   - Tenant: another model shared with a tenant whose requests arrive
+//     at a steady rate from a given time, answered or not.
 //
 // Network latency is not the model's: the simulation and the benchmark
 // add it around the server's time.
@@ -437,4 +439,22 @@ func (s *Steps) String() string {
 		fmt.Fprintf(&b, "%.0f/s from %v (%s)", s.Base*st.Factor, st.After, st.Why)
 	}
 	return fmt.Sprintf("steps: %s; %s", b.String(), s.Model)
+}
+
+// Tenant is a model shared with another tenant, who sends a request every
+// Period from Next on, whatever the answers: the tenant's requests take
+// their place in the model (seats, queue, window) before the caller's that
+// arrive after them. Its capacity, name and description are the model's.
+type Tenant struct {
+	API
+	Next   time.Time
+	Period time.Duration
+}
+
+func (t *Tenant) Serve(at time.Time) Answer {
+	for t.Period > 0 && !t.Next.After(at) {
+		t.API.Serve(t.Next)
+		t.Next = t.Next.Add(t.Period)
+	}
+	return t.API.Serve(at)
 }

@@ -235,3 +235,20 @@ func TestModels(t *testing.T) {
 		}
 	}
 }
+
+// A tenant's requests take their place in the model before the caller's
+// that arrive after them: a window of 10 per second shared with a tenant
+// sending 20 per second from 1 s on admits the caller's request at 0.9 s,
+// and refuses those at 1.9 s and 2.9 s (the tenant took the window).
+func TestTenant(t *testing.T) {
+	m := &Tenant{API: NewWindow(t0, 10), Next: t0.Add(time.Second), Period: time.Second / 20}
+	for sec, want := range []bool{true, false, false} {
+		at := t0.Add(time.Duration(sec)*time.Second + 900*time.Millisecond)
+		if got := m.Serve(at).OK; got != want {
+			t.Errorf("the caller's request at %v admitted %v, want %v", at.Sub(t0), got, want)
+		}
+	}
+	if m.CapacityAt(t0) != 10 || m.Name() != "window" {
+		t.Errorf("capacity %v, name %q: want the model's", m.CapacityAt(t0), m.Name())
+	}
+}
