@@ -153,25 +153,22 @@ func simulate(cfg simConfig) simResult {
 		}
 		push(simEvent{at: now, eng: i, wake: true})
 	}
+	// record schedules n events of engine i, numbered from from, at at,
+	// or one at a time every apart from a random instant of the first
+	// interval after at on.
+	record := func(i, from, n int, at, every time.Duration) {
+		if every == 0 {
+			push(simEvent{at: at, eng: i, add: n, from: from})
+			return
+		}
+		at += time.Duration(jit.Int64N(int64(every)))
+		for k := range n {
+			push(simEvent{at: at + time.Duration(k)*every, eng: i, add: 1, from: from + k})
+		}
+	}
 	for i := range engines {
-		if cfg.trickle > 0 {
-			// The first batch one event at a time, from a random instant
-			// of the first interval on.
-			at := time.Duration(jit.Int64N(int64(cfg.trickle)))
-			for k := range cfg.batch {
-				push(simEvent{at: at + time.Duration(k)*cfg.trickle, eng: i, add: 1, from: k})
-			}
-		} else {
-			add(i, 0, cfg.batch, 0)
-		}
-		if cfg.secondTrickle > 0 {
-			at := cfg.secondAt + time.Duration(jit.Int64N(int64(cfg.secondTrickle)))
-			for k := range second {
-				push(simEvent{at: at + time.Duration(k)*cfg.secondTrickle, eng: i, add: 1, from: cfg.batch + k})
-			}
-		} else {
-			push(simEvent{at: cfg.secondAt, eng: i, add: second, from: cfg.batch})
-		}
+		record(i, 0, cfg.batch, 0, cfg.trickle)
+		record(i, cfg.batch, second, cfg.secondAt, cfg.secondTrickle)
 	}
 	var secWrites, secTooMany []int
 	if cfg.trace {
