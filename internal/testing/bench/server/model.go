@@ -44,8 +44,8 @@ import (
 type API interface {
 	// Serve returns the answer to a request that arrives at at. Calls
 	// come in the order requests arrive; an at before the previous call's
-	// is taken as the previous call's (a simulation whose latencies are
-	// jittered may hand requests over a little out of order).
+	// is taken as the previous call's (requests that reach the HTTP
+	// server together may take its mutex a little out of order).
 	Serve(at time.Time) Answer
 	// CapacityAt is the requests/s the server admits in the long run at at.
 	CapacityAt(at time.Time) float64
