@@ -96,7 +96,7 @@
 //	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round
 //	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
 //	round trips of the last 1-2 s all past     trims the rate to share x T x usual / round trip,
-//	  T x usual (T: Workers, at least 2)         once a round
+//	  T x usual (T: Workers, at least 2)         at least 0.6 x share, once a round
 //	failures other than 429 to everything      is down: one probe per backoff step, sooner
 //	                                             with many events waiting (below); back,
 //	                                             goes on at its rate and burst

@@ -29,9 +29,10 @@ import (
 //     weight^0.75, nearer to its waiting than weight alone (weight^0.5).
 //   - Delay. When the least round trip of the last one to two rounds
 //     passes tolerance times the usual one, the rate is trimmed once a
-//     round to the share times tolerance·usual over that round trip (see
-//     latency and queueing). A queue at the server (priority and
-//     fairness) then slows the engines before it overflows into 429s.
+//     round to the share times tolerance·usual over that round trip, at
+//     most as deep as a cut (see latency and queueing). A queue at the
+//     server (priority and fairness) then slows the engines before it
+//     overflows into 429s.
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -293,9 +294,14 @@ func (p *pacer) decay(now time.Time) {
 // least round trip of the last rounds passes tolerance times the usual
 // one, the rate is trimmed, at most once a round, to the engine's share
 // times tolerance·usual over that round trip, as Gradient2 trims its
-// limit: a little past the tolerance a little, far past it more. The
-// trim is not a cut: the threshold of slow start follows it down, but a
-// 429 after it still cuts.
+// limit: a little past the tolerance a little, far past it more, but
+// never deeper than a 429 cuts (aimdCut of the share). A queue tells less
+// than a refusal: the server still takes every write, and a fleet that
+// meets a long queue all at once (a seat with a queue of a hundred) would
+// otherwise trim to a sliver of its share together and leave the server
+// idle for seconds; Gradient2 bounds its gradient the same way, at a
+// half. The trim is not a cut: the threshold of slow start follows it
+// down, but a 429 after it still cuts.
 func (p *pacer) latency(now, sentAt time.Time) {
 	least, usual, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
 	if !ok || least <= p.tolerance*usual || !p.adaptive ||
@@ -304,7 +310,7 @@ func (p *pacer) latency(now, sentAt time.Time) {
 	}
 	p.advance(now)
 	p.decay(now)
-	if r := math.Max(minRate, p.share()*p.tolerance*usual/least); r < p.rate {
+	if r := math.Max(minRate, p.share()*math.Max(aimdCut, p.tolerance*usual/least)); r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
 		p.thresh, p.slow = math.Min(p.thresh, p.rate), false

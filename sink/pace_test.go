@@ -188,8 +188,8 @@ func TestPacerFlatLatencyKeepsTheRate(t *testing.T) {
 // Latency growth slows the engine before any 429: a queue at the server
 // that delays every write of the last rounds past tolerance (4 with 4
 // workers) times the usual round trip trims the rate, once a round, to
-// the share times tolerance·usual over the round trip; the trim is not a
-// cut.
+// the share times tolerance·usual over the round trip, no deeper than a
+// cut; the trim is not a cut.
 func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p, write := latencyPacer(t0, 10*time.Millisecond)
@@ -213,15 +213,34 @@ func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 	if d := trimmedAt.Sub(t0.Add(15 * time.Second)); d > 2*round+100*time.Millisecond {
 		t.Errorf("trimmed %v after the queue began, want within two rounds", d)
 	}
-	// The share is the 50 writes/s it got through: trimmed to 50 · 4 ·
-	// usual / 100 ms, usual having risen a little from 10 ms.
-	if r := p.current(at); r < 20 || r > 30 {
-		t.Fatalf("rate %v after the trim, want 50·4·usual/100ms, 20 to 30", r)
+	// The share is the 50 writes/s it got through: 50 · 4 · usual /
+	// 100 ms is 20-25 (usual has risen a little from 10 ms), below what a
+	// 429 would cut to, so the trim stops there: 0.6 · 50.
+	if r := p.current(at); math.Abs(r-aimdCut*50) > 1 {
+		t.Fatalf("rate %v after the trim, want a cut's depth, %v", r, aimdCut*50)
 	}
 	// No second trim within the round, however long the waits.
 	write(at, 900*time.Millisecond, constant(300*time.Millisecond))
 	if p.trims != 1 {
 		t.Fatalf("%d trims within a round, want 1", p.trims)
+	}
+}
+
+// A queue a little past the tolerance trims a little: waits of 50 ms
+// against a usual round trip of 10 ms trim the 50 writes/s the engine got
+// through to about 50 · 4 · 10/50, 40, not to a cut's depth.
+func TestPacerTrimFollowsTheQueue(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p, write := latencyPacer(t0, 10*time.Millisecond)
+	at := t0.Add(10 * time.Second)
+	for i := 0; i < 150 && p.trims == 0; i++ {
+		at = write(at, 20*time.Millisecond, constant(50*time.Millisecond))
+	}
+	if p.trims != 1 || p.cuts != 0 {
+		t.Fatalf("%d trims and %d cuts, want one trim and no cut", p.trims, p.cuts)
+	}
+	if r := p.current(at); r < 38 || r > 45 {
+		t.Fatalf("rate %v after the trim, want 50·4·usual/50ms, 38 to 45", r)
 	}
 }
 
