@@ -58,7 +58,7 @@ func BenchmarkFleetAPF(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer env.Stop()
-	if err := configureAPF(ctx, env); err != nil {
+	if err := configureAPF(ctx, env, flowcontrolv1.QueuingConfiguration{Queues: apfQueues, HandSize: 2, QueueLengthLimit: apfQueueLength}); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range fleetCases {
@@ -85,9 +85,9 @@ const (
 )
 
 // configureAPF puts the restricted user's requests in a priority level of
-// its own and waits until the server applies it (a burst of raw requests
-// sees a 429).
-func configureAPF(ctx context.Context, env *testenv.Env) error {
+// its own (apfShares nominal shares, queuing as q says) and waits until the
+// server applies it (a burst of raw requests sees a 429).
+func configureAPF(ctx context.Context, env *testenv.Env, q flowcontrolv1.QueuingConfiguration) error {
 	admin, err := kubernetes.NewForConfig(env.Admin)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func configureAPF(ctx context.Context, env *testenv.Env) error {
 				NominalConcurrencyShares: &shares,
 				LimitResponse: flowcontrolv1.LimitResponse{
 					Type:    flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: apfQueues, HandSize: 2, QueueLengthLimit: apfQueueLength},
+					Queuing: &q,
 				},
 			},
 		},
@@ -135,7 +135,9 @@ func configureAPF(ctx context.Context, env *testenv.Env) error {
 	for i := 0; ; i++ {
 		var seen atomic.Bool
 		var wg sync.WaitGroup
-		for k := range 60 {
+		// More than the flow's queues hold (each request in flight
+		// holds a goroutine): some must be rejected.
+		for k := range 60 + 2*int(q.HandSize*q.QueueLengthLimit) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -1,0 +1,374 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	clientrecord "k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/testing/testenv"
+	"github.com/heraldk8s/herald/record"
+	"github.com/heraldk8s/herald/sink"
+)
+
+// A fleet whose demand steps up, on the real kube-apiserver: the sink's
+// TestFleetDemandStepIntoAQueue against the server it models. Priority and
+// fairness gives the fleet's user one seat and one queue of riseQueue
+// requests in front of it: a load past the seat's capacity shows first as
+// a wait (the round trip grows), then as 429s when the queue is full. The
+// capacity is the seat's, measured first on this machine (riseCapacity);
+// 25 controllers record riseLearnShare of it for riseLearn (the engines
+// learn the usual round trip), then riseShare of it for riseFor. Printed,
+// with no targets: herald at its defaults, with one write under way at a
+// time (client-go's writer sends one at a time, and 25 of them never fill
+// a queue of 40), with the adaptive rate off, and client-go; the 429s,
+// herald's rate cuts (for 429s and trims for the delay signal) and
+// whether its first cut came while no 429 had, the median round trip of
+// the writes stored before and after the rise, and when all was stored.
+const (
+	riseControllers = 25
+	riseQueue       = 40
+	riseLearn       = 6 * time.Second
+	riseFor         = 10 * time.Second
+	riseLearnShare  = 0.3
+	riseShare       = 1.2
+)
+
+var riseCases = []struct {
+	impl, note string
+	opts       sink.Options
+	herald     bool
+}{
+	{"herald", "herald at its defaults", sink.Options{}, true},
+	{"herald-one-worker", "herald with one write under way at a time (sink.Options.Workers 1), as client-go", sink.Options{Workers: 1}, true},
+	{"herald-adaptive-off", "herald with the adaptive rate off (sink.Options.DisableAdaptiveRate)", sink.Options{DisableAdaptiveRate: true}, true},
+	{"client-go", "client-go's tools/record", sink.Options{}, false},
+}
+
+func BenchmarkFleetAPFRise(b *testing.B) {
+	if _, err := testenv.BinaryPath(); err != nil {
+		b.Fatalf("%v (run `make apiserver`)", err)
+	}
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Stop()
+	// One queue, so that the fleet's one flow (one user) may fill all
+	// of it.
+	if err := configureAPF(ctx, env, flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: riseQueue}); err != nil {
+		b.Fatal(err)
+	}
+	capacity, err := riseCapacity(ctx, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range riseCases {
+		b.Run("impl="+c.impl, func(b *testing.B) {
+			b.Logf("benchnote: FleetAPFRise/impl=%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in one queue and rejecting (429) the rest; the seat took %.0f writes/s on this machine before the run. %d controllers, each with its own clientset (no client-side limit), record distinct events at %.0f%% of that for %v (to learn the round trip), then at %.0f%% for %v. %s. s-first-cut and s-first-429: after the rise (%v: never); first-cut-before-429: 1 if herald's first rate cut, polled every 10 ms, was seen while no 429 had been answered (a trim for the delay signal).",
+				c.impl, strings.Join(apfArgs, " "), apfShares, riseQueue, capacity, riseControllers, 100*riseLearnShare, riseLearn, 100*riseShare, riseFor, c.note, fleetMax)
+			var sum riseResult
+			for range b.N {
+				sum.add(runRise(b, env, capacity, c.opts, c.herald))
+			}
+			sum.report(b, b.N, c.herald)
+		})
+	}
+}
+
+// riseCapacity measures the writes/s the fleet's seat takes: 8 writers
+// without a client-side limit, for 2 s, after a second to warm up.
+func riseCapacity(ctx context.Context, env *testenv.Env) (float64, error) {
+	cfg := *env.Restricted
+	cfg.QPS = -1
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return 0, err
+	}
+	ns := env.RestrictedNamespace
+	var ok atomic.Int64
+	var counting atomic.Bool
+	stop := time.Now().Add(3 * time.Second)
+	time.AfterFunc(time.Second, func() { counting.Store(true) })
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; time.Now().Before(stop); k++ {
+				ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("capacity-%d-%d", w, k), Namespace: ns},
+					InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "capacity"}, Reason: "Capacity", Type: v1.EventTypeNormal}
+				_, err := cs.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+				if err == nil && counting.Load() {
+					ok.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c := float64(ok.Load()) / 2
+	if c < 20 {
+		return 0, fmt.Errorf("the seat took %.0f writes/s: too few to run the fleet", c)
+	}
+	return c, nil
+}
+
+type riseResult struct {
+	recorded, stored, lost, requests, writes, tooMany, rateCuts float64
+	firstCut, firstTooMany, cutFirst, all                       float64
+	rttLearn, rttRise                                           float64 // median round trip of the writes stored, ms
+}
+
+func (r *riseResult) add(o riseResult) {
+	r.recorded += o.recorded
+	r.stored += o.stored
+	r.lost += o.lost
+	r.requests += o.requests
+	r.writes += o.writes
+	r.tooMany += o.tooMany
+	r.rateCuts += o.rateCuts
+	r.firstCut += o.firstCut
+	r.firstTooMany += o.firstTooMany
+	r.cutFirst += o.cutFirst
+	r.all += o.all
+	r.rttLearn += o.rttLearn
+	r.rttRise += o.rttRise
+}
+
+func (r riseResult) report(b *testing.B, n int, herald bool) {
+	f := float64(n)
+	b.ReportMetric(r.recorded/f, "recorded")
+	b.ReportMetric(r.stored/f, "stored")
+	b.ReportMetric(r.lost/f, "lost")
+	b.ReportMetric(r.tooMany/f, "answered-429")
+	b.ReportMetric(r.writes/max(r.requests, 1), "writes/request")
+	b.ReportMetric(r.firstTooMany/f, "s-first-429")
+	b.ReportMetric(r.all/f, "s-to-all")
+	b.ReportMetric(r.rttLearn/f, "ms-rtt-before")
+	b.ReportMetric(r.rttRise/f, "ms-rtt-rise")
+	if herald {
+		b.ReportMetric(r.rateCuts/f, "rate-cuts")
+		b.ReportMetric(r.firstCut/f, "s-first-cut")
+		b.ReportMetric(r.cutFirst/f, "first-cut-before-429")
+	}
+}
+
+// riseCounter counts at the clients' transports.
+type riseCounter struct {
+	rise time.Time // the load rises
+
+	mu                                sync.Mutex
+	requests, writes, tooMany, stored int
+	firstTooMany                      time.Time
+	rttLearn, rttRise                 []time.Duration
+}
+
+type riseTransport struct {
+	rt http.RoundTripper
+	c  *riseCounter
+}
+
+func (t riseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	sent := time.Now()
+	resp, err := t.rt.RoundTrip(r)
+	now := time.Now()
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests++
+	if err != nil {
+		return resp, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		c.tooMany++
+		if c.firstTooMany.IsZero() {
+			c.firstTooMany = now
+		}
+	case resp.StatusCode/100 == 2:
+		c.writes++
+		if r.Method == http.MethodPost && resp.StatusCode == http.StatusCreated {
+			c.stored++
+			if sent.Before(c.rise) {
+				c.rttLearn = append(c.rttLearn, now.Sub(sent))
+			} else {
+				c.rttRise = append(c.rttRise, now.Sub(sent))
+			}
+		}
+	}
+	return resp, err
+}
+
+func median(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return float64(d[len(d)/2]) / float64(time.Millisecond)
+}
+
+func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options, herald bool) riseResult {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	rise := start.Add(riseLearn)
+	end := rise.Add(riseFor)
+	cnt := &riseCounter{rise: rise}
+	ns := env.RestrictedNamespace
+	controllers := make([]*fleetController, riseControllers)
+	for i := range controllers {
+		c := &fleetController{name: fmt.Sprintf("rise-%d", i)}
+		cfg := *env.Restricted
+		cfg.QPS, cfg.UserAgent = -1, c.name
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return riseTransport{rt: rt, c: cnt} }
+		cs, err := kubernetes.NewForConfig(&cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := v1.EventSource{Component: c.name}
+		if herald {
+			c.herald = record.NewBroadcaster(record.WithLogger(discard), record.WithSinkOptions(opts))
+			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
+		} else {
+			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
+			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
+		}
+		controllers[i] = c
+	}
+
+	// The first rate cut of any herald engine, polled, and whether a 429
+	// had been answered by then (a cut seen while none had is a trim for
+	// the delay signal).
+	var firstCut time.Time
+	var cutBefore429 bool
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, c := range controllers {
+					if c.herald != nil && c.herald.Stats().RateCuts > 0 {
+						// Read after the cut: no earlier than it.
+						firstCut = time.Now()
+						cnt.mu.Lock()
+						cutBefore429 = cnt.tooMany == 0
+						cnt.mu.Unlock()
+						return
+					}
+				}
+			}
+		}
+	}()
+
+	// Each controller records at the phase's rate.
+	run := fmt.Sprintf("%d", start.UnixNano()%1e9)
+	var recorded atomic.Int64
+	var wg sync.WaitGroup
+	for i, c := range controllers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				now := time.Now()
+				if !now.Before(end) {
+					return
+				}
+				share := riseLearnShare
+				if !now.Before(rise) {
+					share = riseShare
+				}
+				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%s-c%d-%d", run, i, k), UID: "u"}}
+				if c.heraldR != nil {
+					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d failed", k)
+				} else {
+					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d failed", k)
+				}
+				recorded.Add(1)
+				time.Sleep(time.Duration(float64(time.Second) * riseControllers / (share * capacity)))
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Observe until everything is stored, or nothing has been for 3 s, or
+	// fleetMax after the end of the rise.
+	deadline := end.Add(fleetMax)
+	last, lastChange, allAt := -1, time.Now(), time.Time{}
+	for time.Now().Before(deadline) {
+		cnt.mu.Lock()
+		stored := cnt.stored
+		cnt.mu.Unlock()
+		if int64(stored) >= recorded.Load() {
+			allAt = time.Now()
+			break
+		}
+		if stored != last {
+			last, lastChange = stored, time.Now()
+		} else if time.Since(lastChange) > 3*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var dropped, cuts int64
+	for _, c := range controllers {
+		if c.herald != nil {
+			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.herald.ShutdownWithContext(sctx)
+			scancel()
+			s := c.herald.Stats()
+			dropped += s.Dropped.Total() + s.Abandoned
+			cuts += s.RateCuts
+		} else {
+			c.client.Shutdown()
+		}
+	}
+	cancel()
+	<-pollDone
+
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	never := fleetMax.Seconds()
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return never
+		}
+		return t.Sub(rise).Seconds()
+	}
+	r := riseResult{
+		recorded: float64(recorded.Load()), stored: float64(cnt.stored),
+		requests: float64(cnt.requests), writes: float64(cnt.writes), tooMany: float64(cnt.tooMany),
+		rateCuts: float64(cuts), firstCut: since(firstCut), firstTooMany: since(cnt.firstTooMany),
+		all: since(allAt), rttLearn: median(cnt.rttLearn), rttRise: median(cnt.rttRise),
+	}
+	r.lost = r.recorded - r.stored
+	if herald {
+		r.lost -= float64(dropped)
+	}
+	if cutBefore429 {
+		r.cutFirst = 1
+	}
+	return r
+}
