@@ -49,14 +49,13 @@ const (
 )
 
 var riseCases = []struct {
-	impl, note string
-	opts       sink.Options
-	herald     bool
+	scenario, impl, note string
+	opts                 sink.Options
 }{
-	{"herald", "herald at its defaults", sink.Options{}, true},
-	{"herald-one-worker", "herald with one write under way at a time (sink.Options.Workers 1), as client-go", sink.Options{Workers: 1}, true},
-	{"herald-adaptive-off", "herald with the adaptive rate off (sink.Options.DisableAdaptiveRate)", sink.Options{DisableAdaptiveRate: true}, true},
-	{"client-go", "client-go's tools/record", sink.Options{}, false},
+	{"defaults", "herald", "herald at its defaults", sink.Options{}},
+	{"defaults", "client-go", "client-go's tools/record", sink.Options{}},
+	{"one-worker", "herald", "herald with one write under way at a time (sink.Options.Workers 1), as client-go", sink.Options{Workers: 1}},
+	{"adaptive-off", "herald", "herald with the adaptive rate off (sink.Options.DisableAdaptiveRate)", sink.Options{DisableAdaptiveRate: true}},
 }
 
 func BenchmarkFleetAPFRise(b *testing.B) {
@@ -79,14 +78,14 @@ func BenchmarkFleetAPFRise(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range riseCases {
-		b.Run("impl="+c.impl, func(b *testing.B) {
-			b.Logf("benchnote: FleetAPFRise/impl=%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in one queue and rejecting (429) the rest; the seat took %.0f writes/s on this machine before the run. %d controllers, each with its own clientset (no client-side limit), record distinct events at %.0f%% of that for %v (to learn the round trip), then at %.0f%% for %v. %s. s-first-cut and s-first-429: after the rise (%v: never); first-cut-before-429: 1 if herald's first rate cut, polled every 10 ms, was seen while no 429 had been answered (a trim for the delay signal).",
-				c.impl, strings.Join(apfArgs, " "), apfShares, riseQueue, capacity, riseControllers, 100*riseLearnShare, riseLearn, 100*riseShare, riseFor, c.note, fleetMax)
+		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
+			b.Logf("benchnote: FleetAPFRise/%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in one queue and rejecting (429) the rest; the seat took %.0f writes/s on this machine before the run. %d controllers, each with its own clientset (no client-side limit), record distinct events at %.0f%% of that for %v (to learn the round trip), then at %.0f%% for %v. %s. s-first-cut and s-first-429: after the rise (%v: never); first-cut-before-429: 1 if herald's first rate cut, polled every 10 ms, was seen while no 429 had been answered (a trim for the delay signal).",
+				c.scenario+"/"+c.impl, strings.Join(apfArgs, " "), apfShares, riseQueue, capacity, riseControllers, 100*riseLearnShare, riseLearn, 100*riseShare, riseFor, c.note, fleetMax)
 			var sum riseResult
 			for range b.N {
-				sum.add(runRise(b, env, capacity, c.opts, c.herald))
+				sum.add(runRise(b, env, capacity, c.opts, c.impl == "herald"))
 			}
-			sum.report(b, b.N, c.herald)
+			sum.report(b, b.N, c.impl == "herald")
 		})
 	}
 }
