@@ -18,15 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	clientrecord "k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/testing/faultproxy"
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
-	"github.com/heraldk8s/herald/sink"
 )
 
 // The fleet scenario against the real kube-apiserver (internal/testing/testenv)
@@ -250,37 +245,22 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 	defer cancel()
 	controllers := make([]*fleetController, apfControllers)
 	for i := range controllers {
-		c := &fleetController{name: fmt.Sprintf("ctrl-%d", i)}
+		name := fmt.Sprintf("ctrl-%d", i)
 		cfg := proxy.Config(env.Restricted)
-		cfg.QPS, cfg.Burst, cfg.UserAgent = 20, 30, c.name
-		name := c.name
+		cfg.QPS, cfg.Burst, cfg.UserAgent = 20, 30, name
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, name: name, c: cnt} }
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		src := v1.EventSource{Component: c.name}
-		if impl == "herald" {
-			c.herald = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(discard)}, opts...)...)
-			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
-		} else {
-			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
-			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
-		}
-		controllers[i] = c
+		controllers[i] = newFleetController(ctx, name, cs, impl == "herald", opts...)
 	}
 	run := fmt.Sprintf("%d", start.UnixNano()%1e9)
 	recordBatch := func(which string) {
 		for i, c := range controllers {
 			for k := range fleetBatch {
 				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%s-c%d-%s-%d", run, i, which, k), UID: "u"}}
-				if c.heraldR != nil {
-					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
-				} else {
-					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
-				}
+				c.failed(obj, "object %d of batch %s failed", k, which)
 			}
 		}
 	}
@@ -292,35 +272,12 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 
 	// Observe until everything is stored, or nothing has been for 3 s, or
 	// fleetMax after the return.
-	deadline := returned.Add(fleetMax)
-	last, lastChange := -1, time.Now()
-	for time.Now().Before(deadline) {
+	waitStored(returned.Add(fleetMax), func() int {
 		cnt.mu.Lock()
-		left := cnt.allLeft
-		cnt.mu.Unlock()
-		if left <= 0 {
-			break
-		}
-		if left != last {
-			last, lastChange = left, time.Now()
-		} else if time.Since(lastChange) > 3*time.Second {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var dropped, cuts int64
-	for _, c := range controllers {
-		if c.herald != nil {
-			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
-			_ = c.herald.ShutdownWithContext(sctx)
-			scancel()
-			s := c.herald.Stats()
-			dropped += s.Dropped.Total() + s.Abandoned
-			cuts += s.RateCuts
-		} else {
-			c.client.Shutdown()
-		}
-	}
+		defer cnt.mu.Unlock()
+		return cnt.allLeft
+	})
+	dropped, cuts := stopFleet(controllers)
 	cancel()
 
 	cnt.mu.Lock()

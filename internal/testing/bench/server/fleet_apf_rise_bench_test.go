@@ -15,10 +15,6 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	clientrecord "k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/testing/testenv"
 	"github.com/heraldk8s/herald/record"
@@ -232,25 +228,15 @@ func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options
 	ns := env.RestrictedNamespace
 	controllers := make([]*fleetController, riseControllers)
 	for i := range controllers {
-		c := &fleetController{name: fmt.Sprintf("rise-%d", i)}
+		name := fmt.Sprintf("rise-%d", i)
 		cfg := *env.Restricted
-		cfg.QPS, cfg.UserAgent = -1, c.name
+		cfg.QPS, cfg.UserAgent = -1, name
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return riseTransport{rt: rt, c: cnt} }
 		cs, err := kubernetes.NewForConfig(&cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		src := v1.EventSource{Component: c.name}
-		if herald {
-			c.herald = record.NewBroadcaster(record.WithLogger(discard), record.WithSinkOptions(opts))
-			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
-		} else {
-			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
-			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
-		}
-		controllers[i] = c
+		controllers[i] = newFleetController(ctx, name, cs, herald, record.WithSinkOptions(opts))
 	}
 
 	// The first rate cut of any herald engine, polled, and whether a 429
@@ -300,11 +286,7 @@ func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options
 					share = riseShare
 				}
 				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%s-c%d-%d", run, i, k), UID: "u"}}
-				if c.heraldR != nil {
-					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d failed", k)
-				} else {
-					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d failed", k)
-				}
+				c.failed(obj, "object %d failed", k)
 				recorded.Add(1)
 				time.Sleep(time.Duration(float64(time.Second) * riseControllers / (share * capacity)))
 			}
@@ -314,36 +296,12 @@ func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options
 
 	// Observe until everything is stored, or nothing has been for 3 s, or
 	// fleetMax after the end of the rise.
-	deadline := end.Add(fleetMax)
-	last, lastChange, allAt := -1, time.Now(), time.Time{}
-	for time.Now().Before(deadline) {
+	allAt := waitStored(end.Add(fleetMax), func() int {
 		cnt.mu.Lock()
-		stored := cnt.stored
-		cnt.mu.Unlock()
-		if int64(stored) >= recorded.Load() {
-			allAt = time.Now()
-			break
-		}
-		if stored != last {
-			last, lastChange = stored, time.Now()
-		} else if time.Since(lastChange) > 3*time.Second {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var dropped, cuts int64
-	for _, c := range controllers {
-		if c.herald != nil {
-			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
-			_ = c.herald.ShutdownWithContext(sctx)
-			scancel()
-			s := c.herald.Stats()
-			dropped += s.Dropped.Total() + s.Abandoned
-			cuts += s.RateCuts
-		} else {
-			c.client.Shutdown()
-		}
-	}
+		defer cnt.mu.Unlock()
+		return int(recorded.Load()) - cnt.stored
+	})
+	dropped, cuts := stopFleet(controllers)
 	cancel()
 	<-pollDone
 

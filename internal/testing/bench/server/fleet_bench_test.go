@@ -158,6 +158,72 @@ type fleetController struct {
 	clientR clientrecord.EventRecorder
 }
 
+// newFleetController starts controller name's broadcaster writing through
+// cs and makes its recorder: herald's, with opts, if herald is set,
+// client-go's otherwise (logging to nothing, until ctx ends).
+func newFleetController(ctx context.Context, name string, cs kubernetes.Interface, herald bool, opts ...record.BroadcasterOption) *fleetController {
+	c := &fleetController{name: name}
+	src := v1.EventSource{Component: name}
+	if herald {
+		c.herald = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(discard)}, opts...)...)
+		c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+		c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
+	} else {
+		c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
+		c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+		c.clientR = c.client.NewRecorder(scheme.Scheme, src)
+	}
+	return c
+}
+
+// failed records a Warning event Failed about obj.
+func (c *fleetController) failed(obj *v1.Pod, format string, args ...any) {
+	if c.heraldR != nil {
+		c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", format, args...)
+	} else {
+		c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", format, args...)
+	}
+}
+
+// waitStored polls left, the events not stored yet, every 20 ms until it
+// is 0 or less (it returns when, else zero), or has not changed for 3 s,
+// or deadline passes.
+func waitStored(deadline time.Time, left func() int) time.Time {
+	last, lastChange := -1, time.Now()
+	for time.Now().Before(deadline) {
+		n := left()
+		if n <= 0 {
+			return time.Now()
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		} else if time.Since(lastChange) > 3*time.Second {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Time{}
+}
+
+// stopFleet shuts the controllers down (herald's with a second's deadline)
+// and sums what herald's Stats count: the events dropped or abandoned, and
+// the rate cuts.
+func stopFleet(controllers []*fleetController) (dropped, cuts int64) {
+	for _, c := range controllers {
+		if c.herald != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.herald.ShutdownWithContext(ctx)
+			cancel()
+			s := c.herald.Stats()
+			dropped += s.Dropped.Total() + s.Abandoned
+			cuts += s.RateCuts
+		} else {
+			c.client.Shutdown()
+		}
+	}
+	return dropped, cuts
+}
+
 func runFleet(b *testing.B, model func(start time.Time, capacity float64) server.API, latency func() time.Duration, impl string, opts []record.BroadcasterOption) fleetResult {
 	b.Helper()
 	start := time.Now()
@@ -190,33 +256,18 @@ func runFleet(b *testing.B, model func(start time.Time, capacity float64) server
 	defer cancel()
 	controllers := make([]*fleetController, fleetControllers)
 	for i := range controllers {
-		c := &fleetController{name: fmt.Sprintf("ctrl-%d", i)}
-		cfg := &rest.Config{Host: srv.URL, QPS: 20, Burst: 30, UserAgent: c.name}
-		cs, err := kubernetes.NewForConfig(cfg)
+		name := fmt.Sprintf("ctrl-%d", i)
+		cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 20, Burst: 30, UserAgent: name})
 		if err != nil {
 			b.Fatal(err)
 		}
-		src := v1.EventSource{Component: c.name}
-		if impl == "herald" {
-			c.herald = record.NewBroadcaster(append([]record.BroadcasterOption{record.WithLogger(discard)}, opts...)...)
-			c.herald.StartRecordingToSink(&sink.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.heraldR = c.herald.NewRecorder(scheme.Scheme, src)
-		} else {
-			c.client = clientrecord.NewBroadcaster(clientrecord.WithContext(klog.NewContext(ctx, discard)))
-			c.client.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-			c.clientR = c.client.NewRecorder(scheme.Scheme, src)
-		}
-		controllers[i] = c
+		controllers[i] = newFleetController(ctx, name, cs, impl == "herald", opts...)
 	}
 	recordBatch := func(which string) {
 		for i, c := range controllers {
 			for k := range fleetBatch {
 				obj := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: fmt.Sprintf("c%d-%s-%d", i, which, k), UID: "u"}}
-				if c.heraldR != nil {
-					c.heraldR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
-				} else {
-					c.clientR.Eventf(obj, v1.EventTypeWarning, "Failed", "object %d of batch %s failed", k, which)
-				}
+				c.failed(obj, "object %d of batch %s failed", k, which)
 			}
 		}
 	}
@@ -226,34 +277,12 @@ func runFleet(b *testing.B, model func(start time.Time, capacity float64) server
 
 	// Observe until everything is stored, or nothing has been for 3 s, or
 	// fleetMax after the return.
-	deadline := returned.Add(fleetMax)
-	last, lastChange := -1, time.Now()
-	for time.Now().Before(deadline) {
+	waitStored(returned.Add(fleetMax), func() int {
 		mu.Lock()
-		left := allLeft
-		mu.Unlock()
-		if left == 0 {
-			break
-		}
-		if left != last {
-			last, lastChange = left, time.Now()
-		} else if time.Since(lastChange) > 3*time.Second {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var dropped int64
-	for _, c := range controllers {
-		if c.herald != nil {
-			sctx, scancel := context.WithTimeout(context.Background(), time.Second)
-			_ = c.herald.ShutdownWithContext(sctx)
-			scancel()
-			s := c.herald.Stats()
-			dropped += s.Dropped.Total() + s.Abandoned
-		} else {
-			c.client.Shutdown()
-		}
-	}
+		defer mu.Unlock()
+		return allLeft
+	})
+	dropped, _ := stopFleet(controllers)
 	cancel()
 
 	api.mu.Lock()
