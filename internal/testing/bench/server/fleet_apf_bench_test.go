@@ -44,18 +44,8 @@ var apfArgs = []string{
 }
 
 func BenchmarkFleetAPF(b *testing.B) {
-	if _, err := testenv.BinaryPath(); err != nil {
-		b.Fatalf("%v (run `make apiserver`)", err)
-	}
-	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
-	if err != nil {
-		b.Fatal(err)
-	}
+	env := startAPF(b, flowcontrolv1.QueuingConfiguration{Queues: apfQueues, HandSize: 2, QueueLengthLimit: apfQueueLength})
 	defer env.Stop()
-	if err := configureAPF(ctx, env, flowcontrolv1.QueuingConfiguration{Queues: apfQueues, HandSize: 2, QueueLengthLimit: apfQueueLength}); err != nil {
-		b.Fatal(err)
-	}
 	for _, c := range fleetCases {
 		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
 			b.Logf("benchnote: FleetAPF/%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in %d queues and rejecting (429) the rest; %d controllers, each with its own clientset (QPS 20/Burst 30) through a proxy that answers 503 for %v, record %d events each at the start of the outage, %d more each %v after its return. %s. Counted at each client's transport; no targets (the capacity is the server's). s-to-first-batch: from the return until the first %d are stored (%v: never).",
@@ -78,6 +68,26 @@ const (
 	apfQueues      = 4
 	apfQueueLength = 5
 )
+
+// startAPF starts a kube-apiserver with apfArgs whose restricted user's
+// requests go to a priority level of their own (configureAPF, queuing as
+// q says).
+func startAPF(b *testing.B, q flowcontrolv1.QueuingConfiguration) *testenv.Env {
+	b.Helper()
+	if _, err := testenv.BinaryPath(); err != nil {
+		b.Fatalf("%v (run `make apiserver`)", err)
+	}
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := configureAPF(ctx, env, q); err != nil {
+		env.Stop()
+		b.Fatal(err)
+	}
+	return env
+}
 
 // configureAPF puts the restricted user's requests in a priority level of
 // its own (apfShares nominal shares, queuing as q says) and waits until the

@@ -55,21 +55,11 @@ var riseCases = []struct {
 }
 
 func BenchmarkFleetAPFRise(b *testing.B) {
-	if _, err := testenv.BinaryPath(); err != nil {
-		b.Fatalf("%v (run `make apiserver`)", err)
-	}
-	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer env.Stop()
 	// One queue, so that the fleet's one flow (one user) may fill all
 	// of it.
-	if err := configureAPF(ctx, env, flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: riseQueue}); err != nil {
-		b.Fatal(err)
-	}
-	capacity, err := riseCapacity(ctx, env)
+	env := startAPF(b, flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: riseQueue})
+	defer env.Stop()
+	capacity, err := riseCapacity(context.Background(), env)
 	if err != nil {
 		b.Fatal(err)
 	}
