@@ -396,7 +396,8 @@ func fleetScenario(opts Options) simConfig {
 // queue's server: 381-526 429s instead of 783-852 on steps); peak over
 // capacity 1.28-1.40, 1.28-1.44, 2.15-2.31, 1.29-1.37, 1.48-1.67,
 // 1.28-1.38; first batch 10.4-11.3 s, 11.0-11.9 s, 9.9-11.2 s,
-// 10.9-11.9 s, 14.1-16.8 s, 9.4-10.2 s after the return; // Jain's index 0.74-0.92. go test -run TestFleetSimulation -v -args
+// 10.9-11.9 s, 14.1-16.8 s, 9.4-10.2 s after the return; Jain's index
+// 0.74-0.92. go test -run TestFleetSimulation -v -args
 // -fleet.trace [-fleet.seed N] shows a run second by second, and the
 // engines still holding the first batch as the second arrives.
 func TestFleetSimulation(t *testing.T) {
@@ -480,9 +481,10 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // Max-in-flight refuses the fleet's simultaneous requests at once,
 // without latency growing first: 0.62-0.65 writes per request, peak
 // 1.48-1.67x, first batch 14.1-16.8 s (12 seeds). On its 6 seats of
-// 20 ms the two targets cannot both be met by engines that do not coordinate: their
-// requests arrive about as a Poisson stream, which the model refuses as
-// Erlang's B formula says (server.TestInFlightLosesAsErlangB): at 0.8
+// 20 ms the two targets cannot both be met by engines that do not
+// coordinate: their requests arrive about as a Poisson stream, which the
+// model refuses as Erlang's B formula says
+// (server.TestInFlightLosesAsErlangB): at 0.8
 // writes per request or more it carries at most 204 writes/s, at least
 // 14.7 s for the 3,000 of the first batch with no time lost to the
 // outage's end; 12 s needs 250/s, at 0.57 writes per request at best.
@@ -572,7 +574,7 @@ func TestFleetSlowsOnLatencyBeforeA429(t *testing.T) {
 			end: 200 * time.Second, seed: seed,
 		}
 		if !readLatency {
-			cfg.tweak = func(s *sched) { s.pace.tolerance = math.Inf(1) }
+			cfg.tweak = readNoLatency
 		}
 		return simulate(cfg)
 	}
@@ -624,7 +626,10 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 			opts:     Options{DisableAdaptiveRate: mode == "adaptive rate off"},
 			capacity: 300,
 			model: func(_ time.Time, c float64) server.API {
-				return &server.Queue{Seats: 1, Service: serviceOf(c), QueueLength: 40, Wait: 15 * time.Second, RetryAfter: time.Second}
+				q := &server.Queue{Seats: 1, Wait: 15 * time.Second, RetryAfter: time.Second}
+				q.SetCapacity(c)
+				q.QueueLength = 40
+				return q
 			},
 			// 0.3 · 300 / 25 = 3.6 writes/s each, 1.2 · 300 / 25 = 14.4.
 			batch: 21, trickle: 278 * time.Millisecond,
@@ -632,7 +637,7 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 			end: 120 * time.Second, seed: seed,
 		}
 		if mode == "reading 429s only" {
-			cfg.tweak = func(s *sched) { s.pace.tolerance = math.Inf(1) }
+			cfg.tweak = readNoLatency
 		}
 		return simulate(cfg)
 	}
@@ -656,5 +661,6 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 	}
 }
 
-// serviceOf is the service time of one seat serving c requests/s.
-func serviceOf(c float64) time.Duration { return time.Duration(float64(time.Second) / c) }
+// readNoLatency makes an engine read 429s only: its delay signal never
+// passes the tolerance.
+func readNoLatency(s *sched) { s.pace.tolerance = math.Inf(1) }

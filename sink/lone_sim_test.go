@@ -3,7 +3,6 @@ package sink
 import (
 	"container/heap"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -268,7 +267,7 @@ func TestLoneEngineReadsTheQueueOfOthersOnly(t *testing.T) {
 		srv := &server.Tenant{API: server.NewQueue(100), Next: t0.Add(10 * time.Second), Period: time.Second / 80}
 		cfg := loneConfig{events: 1500, latency: 2 * time.Millisecond, end: 300 * time.Second, server: srv}
 		if !readLatency {
-			cfg.tweak = func(s *sched) { s.pace.tolerance = math.Inf(1) }
+			cfg.tweak = readNoLatency
 		}
 		return simulateLone(cfg)
 	}

@@ -330,8 +330,9 @@ func (p *pacer) latency(now, sentAt time.Time) {
 // network) among quick ones is not the server's, and the jitter of the
 // network shrinks in the least of several (of many: at a few writes a
 // second the least of a round is of a few, and jitter alone passes the
-// tolerance now and then, the more often the fewer the workers). usual, the round trip of the
-// server when it does not queue, is the first signal, then follows the
+// tolerance now and then, the more often the fewer the workers). usual,
+// the round trip of the server when it does not queue, is the first
+// signal, then follows the
 // signal down within a round and up within disturbMemory: about the least
 // of the last minute, which a lasting change (a server slower for good)
 // becomes within a few minutes.
