@@ -183,6 +183,12 @@ type fleetCounter struct {
 	allLeft   int
 	allAt     time.Time
 	downTotal int
+
+	firstTooMany time.Time // the first 429 answered
+	// split divides the round trips of the creates answered 201: those
+	// sent before it, and the others.
+	split               time.Time
+	rttBefore, rttAfter []time.Duration
 }
 
 type countingTransport struct {
@@ -218,10 +224,18 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		c.tooMany++
+		if c.firstTooMany.IsZero() {
+			c.firstTooMany = now
+		}
 	case resp.StatusCode/100 == 2:
 		c.writes++
 		if r.Method == http.MethodPost && resp.StatusCode == http.StatusCreated {
 			c.stored++
+			if sent.Before(c.split) {
+				c.rttBefore = append(c.rttBefore, now.Sub(sent))
+			} else {
+				c.rttAfter = append(c.rttAfter, now.Sub(sent))
+			}
 			c.allLeft--
 			if c.allLeft == 0 {
 				c.allAt = now

@@ -153,52 +153,6 @@ func (r riseResult) report(b *testing.B, n int, herald bool) {
 	}
 }
 
-// riseCounter counts at the clients' transports.
-type riseCounter struct {
-	rise time.Time // the load rises
-
-	mu                                sync.Mutex
-	requests, writes, tooMany, stored int
-	firstTooMany                      time.Time
-	rttLearn, rttRise                 []time.Duration
-}
-
-type riseTransport struct {
-	rt http.RoundTripper
-	c  *riseCounter
-}
-
-func (t riseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	sent := time.Now()
-	resp, err := t.rt.RoundTrip(r)
-	now := time.Now()
-	c := t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.requests++
-	if err != nil {
-		return resp, err
-	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		c.tooMany++
-		if c.firstTooMany.IsZero() {
-			c.firstTooMany = now
-		}
-	case resp.StatusCode/100 == 2:
-		c.writes++
-		if r.Method == http.MethodPost && resp.StatusCode == http.StatusCreated {
-			c.stored++
-			if sent.Before(c.rise) {
-				c.rttLearn = append(c.rttLearn, now.Sub(sent))
-			} else {
-				c.rttRise = append(c.rttRise, now.Sub(sent))
-			}
-		}
-	}
-	return resp, err
-}
-
 func median(d []time.Duration) float64 {
 	if len(d) == 0 {
 		return 0
@@ -214,14 +168,14 @@ func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options
 	start := time.Now()
 	rise := start.Add(riseLearn)
 	end := rise.Add(riseFor)
-	cnt := &riseCounter{rise: rise}
+	cnt := &fleetCounter{start: start, perSecond: map[int]int{}, down: map[string]int{}, split: rise}
 	ns := env.RestrictedNamespace
 	controllers := make([]*fleetController, riseControllers)
 	for i := range controllers {
 		name := fmt.Sprintf("rise-%d", i)
 		cfg := *env.Restricted
 		cfg.QPS, cfg.UserAgent = -1, name
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return riseTransport{rt: rt, c: cnt} }
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, name: name, c: cnt} }
 		cs, err := kubernetes.NewForConfig(&cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -308,7 +262,7 @@ func runRise(b *testing.B, env *testenv.Env, capacity float64, opts sink.Options
 		recorded: float64(recorded.Load()), stored: float64(cnt.stored),
 		requests: float64(cnt.requests), writes: float64(cnt.writes), tooMany: float64(cnt.tooMany),
 		rateCuts: float64(cuts), firstCut: since(firstCut), firstTooMany: since(cnt.firstTooMany),
-		all: since(allAt), rttLearn: median(cnt.rttLearn), rttRise: median(cnt.rttRise),
+		all: since(allAt), rttLearn: median(cnt.rttBefore), rttRise: median(cnt.rttAfter),
 	}
 	r.lost = r.recorded - r.stored
 	if herald {
