@@ -617,13 +617,29 @@ func TestFleetSlowsOnLatencyBeforeA429(t *testing.T) {
 // seeds. A trim as deep as the queue is long (to the share times
 // tolerance·usual over a round trip of 133 ms, a sixth of it) left the
 // seat half idle for seconds: all stored 6-11% later.
+//
+// With one write under way per engine (Workers 1, as client-go's writer),
+// 25 writes never fill the queue of 40: no 429 comes, and engines that
+// read 429s only (or none) store everything at 18.0 s, as fast as the
+// seat allows. Reading latency they store it at 20.5-21.3 s, 14-18% later
+// (held to at most 20%; the target is 5%, issue 25, open): the queue
+// stands, harmless, at one write per engine, and the delay signal reads it
+// as load, trims every engine together to a cut's depth, and the rate
+// grows back at its additive pace while the seat idles. Tried, none of
+// which changed that figure by more than 0.5 s: a second trim only when
+// the queue has grown past where it stood at the last trim, and the rate
+// restored toward where it was before a trim within a round once the queue
+// has gone. BenchmarkFleetAPFRise's one-worker case shows the same on the
+// real kube-apiserver (herald 22.3 s with 117 trims and no 429, client-go
+// 12.7 s, in one run).
+//
 // BenchmarkFleetAPFRise (internal/testing/bench/server) runs the same on
 // the real kube-apiserver.
 func TestFleetDemandStepIntoAQueue(t *testing.T) {
-	run := func(mode string, seed uint64) simResult {
+	run := func(mode string, workers int, seed uint64) simResult {
 		cfg := simConfig{
-			engines: 25, workers: defaultWorkers, latency: 2 * time.Millisecond,
-			opts:     Options{DisableAdaptiveRate: mode == "adaptive rate off"},
+			engines: 25, workers: workers, latency: 2 * time.Millisecond,
+			opts:     Options{Workers: workers, DisableAdaptiveRate: mode == "adaptive rate off"},
 			capacity: 300,
 			model: func(_ time.Time, c float64) server.API {
 				q := &server.Queue{Seats: 1, Wait: 15 * time.Second, RetryAfter: time.Second}
@@ -641,22 +657,33 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 		}
 		return simulate(cfg)
 	}
-	for seed := uint64(1); seed <= 3; seed++ {
-		with, without, off := run("reading latency", seed), run("reading 429s only", seed), run("adaptive rate off", seed)
-		for _, r := range []struct {
-			name string
-			r    simResult
-		}{{"reading latency", with}, {"reading 429s only", without}, {"adaptive rate off", off}} {
-			t.Logf("seed %d %s: %v; first trim at %v", seed, r.name, r.r, r.r.firstTrim)
-			if r.r.stored != r.r.recorded {
-				t.Fatalf("seed %d %s: not all stored", seed, r.name)
+	for _, tc := range []struct {
+		workers int
+		later   float64 // the most reading latency may store all later than reading 429s only, as a fraction
+	}{
+		{defaultWorkers, 0.05},
+		{1, 0.20},
+	} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			with, without, off := run("reading latency", tc.workers, seed), run("reading 429s only", tc.workers, seed), run("adaptive rate off", tc.workers, seed)
+			for _, r := range []struct {
+				name string
+				r    simResult
+			}{{"reading latency", with}, {"reading 429s only", without}, {"adaptive rate off", off}} {
+				t.Logf("workers %d seed %d %s: %v; first trim at %v", tc.workers, seed, r.name, r.r, r.r.firstTrim)
+				if r.r.stored != r.r.recorded {
+					t.Fatalf("workers %d seed %d %s: not all stored", tc.workers, seed, r.name)
+				}
 			}
-		}
-		if with.allStored > without.allStored+without.allStored/20 {
-			t.Errorf("seed %d: all stored at %v reading latency, %v without: more than 5%% later", seed, with.allStored, without.allStored)
-		}
-		if with.tooMany > without.tooMany {
-			t.Errorf("seed %d: %d 429s reading latency, %d without", seed, with.tooMany, without.tooMany)
+			if limit := without.allStored + time.Duration(tc.later*float64(without.allStored)); with.allStored > limit {
+				t.Errorf("workers %d seed %d: all stored at %v reading latency, %v without: more than %.0f%% later", tc.workers, seed, with.allStored, without.allStored, 100*tc.later)
+			}
+			if with.tooMany > without.tooMany {
+				t.Errorf("workers %d seed %d: %d 429s reading latency, %d without", tc.workers, seed, with.tooMany, without.tooMany)
+			}
+			if tc.workers == 1 && (without.tooMany != 0 || off.tooMany != 0) {
+				t.Errorf("workers 1 seed %d: %d 429s reading 429s only, %d with the adaptive rate off: want none, 25 writes under way never fill a queue of 40", seed, without.tooMany, off.tooMany)
+			}
 		}
 	}
 }
