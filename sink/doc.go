@@ -95,8 +95,11 @@
 //	the server says                            the engine
 //	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round
 //	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
-//	round trips of the last 1-2 s all past     trims the rate to share x T x usual / round trip,
-//	  T x usual (T: Workers, at least 2)         at least 0.6 x share, once a round
+//	round trips of the last 1-2 s all past     trims the rate, never below 0.6 x share, once a
+//	  T x usual (T: Workers, at least 2)         round: to share x (1-g)/(1+g) if the queue grew
+//	                                             g s/s in the last round (none if it stands);
+//	                                             within a minute of a 429, to share x T x usual /
+//	                                             round trip
 //	failures other than 429 to everything      is down: one probe per backoff step, sooner
 //	                                             with many events waiting (below); back,
 //	                                             goes on at its rate and burst
@@ -111,7 +114,10 @@
 // a queue at the server (priority and fairness, a slow etcd) delays every
 // write, while a webhook slow in one namespace or the jitter of the network
 // leaves some quick. T is the most the engine's own writes under way can
-// stretch a round trip at a server serving one at a time. For two seconds
+// stretch a round trip at a server serving one at a time. A queue that
+// grows is fed faster than it is served (by 1+g for a growth of g s/s), a
+// queue that stands is the server busy: until the server refuses a write
+// only the growth trims, after a 429 the level does as well. For two seconds
 // after an outage, the window of writes under way grows by one per 25 ms
 // and a first 429 cuts to 2w writes/s, so that a fleet coming back together
 // meets about one 429 per engine. Engines whose events have waited longest

@@ -393,7 +393,7 @@ func fleetScenario(opts Options) simConfig {
 // 0.83-0.84 (window), 0.82-0.83 (bucket), 0.85-0.86 (bucket-1s),
 // 0.84-0.85 (queue), 0.62-0.65 (inflight), 0.85-0.87 (steps; 0.81-0.82
 // before the delay signal, which reads the queue of the steps' and the
-// queue's server: 381-526 429s instead of 783-852 on steps); peak over
+// queue's server: 377-549 429s instead of 783-852 on steps); peak over
 // capacity 1.28-1.40, 1.28-1.44, 2.15-2.31, 1.29-1.37, 1.48-1.67,
 // 1.28-1.38; first batch 10.4-11.3 s, 11.0-11.9 s, 9.9-11.2 s,
 // 10.9-11.9 s, 14.1-16.8 s, 9.4-10.2 s after the return; Jain's index
@@ -621,17 +621,16 @@ func TestFleetSlowsOnLatencyBeforeA429(t *testing.T) {
 // With one write under way per engine (Workers 1, as client-go's writer),
 // 25 writes never fill the queue of 40: no 429 comes, and engines that
 // read 429s only (or none) store everything at 18.0 s, as fast as the
-// seat allows. Reading latency they store it at 20.5-21.3 s, 14-18% later
-// (held to at most 20%; the target is 5%, issue 25, open): the queue
-// stands, harmless, at one write per engine, and the delay signal reads it
-// as load, trims every engine together to a cut's depth, and the rate
-// grows back at its additive pace while the seat idles. Tried, none of
-// which changed that figure by more than 0.5 s: a second trim only when
-// the queue has grown past where it stood at the last trim, and the rate
-// restored toward where it was before a trim within a round once the queue
-// has gone. BenchmarkFleetAPFRise's one-worker case shows the same on the
-// real kube-apiserver (herald 22.3 s with 117 trims and no 429, client-go
-// 12.7 s, in one run).
+// seat allows; reading latency, no more than 5% later either (18.1 s).
+// The queue stands at about one write per engine, many times the usual
+// round trip but harmless: until the server has refused a write, a queue
+// is read by its growth, not its level (see pacer.latency), so the
+// engines trim once, a little, as the queue forms, and no more. Read by
+// its level, as before, every engine trimmed to a cut's depth in the same
+// round, again and again, while the seat idled: all stored 14-18% later
+// (20.5-21.3 s). BenchmarkFleetAPFRise's one-worker case showed the same
+// on the real kube-apiserver (herald 22.3 s with 117 trims and no 429,
+// client-go 12.7 s, in one run).
 //
 // BenchmarkFleetAPFRise (internal/testing/bench/server) runs the same on
 // the real kube-apiserver.
@@ -662,7 +661,7 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 		later   float64 // the most reading latency may store all later than reading 429s only, as a fraction
 	}{
 		{defaultWorkers, 0.05},
-		{1, 0.20},
+		{1, 0.05},
 	} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			with, without, off := run("reading latency", tc.workers, seed), run("reading 429s only", tc.workers, seed), run("adaptive rate off", tc.workers, seed)

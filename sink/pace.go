@@ -28,11 +28,18 @@ import (
 //     (the square-root law of TCP), so weight^1.5 gives shares about as
 //     weight^0.75, nearer to its waiting than weight alone (weight^0.5).
 //   - Delay. When the least round trip of the last one to two rounds
-//     passes tolerance times the usual one, the rate is trimmed once a
-//     round to the share times tolerance·usual over that round trip, at
-//     most as deep as a cut (see latency and queueing). A queue at the
-//     server (priority and fairness) then slows the engines before it
-//     overflows into 429s.
+//     passes tolerance times the usual one, the server is queueing, and
+//     the rate is trimmed once a round, never deeper than a cut. Until
+//     the server has refused a write (a 429 within disturbMemory), the
+//     queue is read by its growth: grown by g seconds a second over the
+//     last round, the rate is trimmed to the share times (1-g)/(1+g), and
+//     a queue that stands is not read at all. Once it has, by its level:
+//     to the share times tolerance·usual over that round trip (see
+//     latency and queueing). A queue at the server (priority and
+//     fairness) then slows the engines before it overflows into 429s,
+//     but a queue that a fleet keeps without overflowing it (25
+//     controllers with one write under way each and a queue of 40) is the
+//     server busy, and costs the fleet nothing.
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -98,8 +105,10 @@ const (
 	sentShare = 0.8
 	// disturbMemory is how long the engine remembers what the server
 	// showed: an idle engine restarts gently within it of a 429 or a
-	// server-wide failure, and the usual round trip follows a rise within
-	// it (a queue that lasts minutes is the server's new normal).
+	// server-wide failure, the delay signal reads a queue by its level
+	// within it of a 429 (by its growth otherwise), and the usual round
+	// trip follows a rise within it (a queue that lasts minutes is the
+	// server's new normal).
 	disturbMemory = time.Minute
 	// returnFor is how long after the return from an outage the window
 	// grows by one per windowStep and a first 429 cuts to restartRate.
@@ -141,6 +150,7 @@ type pacer struct {
 	tolerance float64   // of the delay signal (see init); +Inf in tests: latency is not read
 	trimAt    time.Time // the last trim for the delay signal
 	trims     int64     // trims made
+	refusedAt time.Time // the last 429 (zero: never)
 }
 
 func (p *pacer) init(qps float64, burst, workers int, adaptive bool, now time.Time) {
@@ -292,25 +302,51 @@ func (p *pacer) decay(now time.Time) {
 // latency records the round trip of a write the server stored, sent at
 // sentAt: the delay signal (see queueing for what it reads). When the
 // least round trip of the last rounds passes tolerance times the usual
-// one, the rate is trimmed, at most once a round, to the engine's share
-// times tolerance·usual over that round trip, as Gradient2 trims its
-// limit: a little past the tolerance a little, far past it more, but
-// never deeper than a 429 cuts (aimdCut of the share). A queue tells less
-// than a refusal: the server still takes every write, and a fleet that
-// meets a long queue all at once (a seat with a queue of a hundred) would
-// otherwise trim to a sliver of its share together and leave the server
-// idle for seconds; Gradient2 bounds its gradient the same way, at a
-// half. The trim is not a cut: the threshold of slow start follows it
-// down, but a 429 after it still cuts.
+// one, the server is queueing, and the rate is trimmed at most once a
+// round, never deeper than a 429 cuts (aimdCut of the share): a queue
+// tells less than a refusal, since the server still takes every write,
+// and a fleet that meets a long queue all at once would otherwise trim to
+// a sliver of its share together and leave the server idle for seconds
+// (Gradient2 bounds its gradient the same way, at a half). How deep
+// depends on what the server has shown:
+//
+//   - Until it has refused a write (no 429 within disturbMemory), by the
+//     queue's growth. A queue that grew by g seconds a second over the
+//     last round (queueing.observe) is fed (1+g) times faster than it is
+//     served (for a FIFO queue dW/dt = λ/μ − 1), and the rate is trimmed
+//     to the share times (1−g)/(1+g): the fleet offers what the server
+//     served, less the last round's growth, which drains in a round. A
+//     queue that stands (g ≤ 0) is not trimmed for: it is the server
+//     busy, which a fleet with a bounded number of writes under way (25
+//     controllers with one write each and a queue of 40) keeps without
+//     ever overflowing, and trimming for its level idled the seat with no
+//     429 to avoid (TestFleetDemandStepIntoAQueue with one worker: 14-18%
+//     later, now 0.5%).
+//   - Once it has (a 429 within disturbMemory: its queue overflows), by
+//     the queue's level, as Gradient2 reads it: to the share times
+//     tolerance·usual over the round trip, a little past the tolerance a
+//     little, far past it more. A fleet whose demand exceeds the server
+//     for long then keeps its queue short between 429s
+//     (TestFleetSlowsOnLatencyBeforeA429: a third to a half fewer 429s).
+//
+// The trim is not a cut: the threshold of slow start follows it down, but
+// a 429 after it still cuts.
 func (p *pacer) latency(now, sentAt time.Time) {
-	least, usual, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
+	least, usual, grow, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
 	if !ok || least <= p.tolerance*usual || !p.adaptive ||
 		(!p.trimAt.IsZero() && now.Sub(p.trimAt) < round) {
 		return
 	}
+	f := p.tolerance * usual / least
+	if p.refusedAt.IsZero() || now.Sub(p.refusedAt) > disturbMemory { // read by its growth
+		if grow <= 0 {
+			return
+		}
+		f = (1 - grow) / (1 + grow)
+	}
 	p.advance(now)
 	p.decay(now)
-	if r := math.Max(minRate, p.share()*math.Max(aimdCut, p.tolerance*usual/least)); r < p.rate {
+	if r := math.Max(minRate, p.share()*math.Max(aimdCut, f)); r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
 		p.thresh, p.slow = math.Min(p.thresh, p.rate), false
@@ -332,10 +368,12 @@ func (p *pacer) latency(now, sentAt time.Time) {
 // second the least of a round is of a few, and jitter alone passes the
 // tolerance now and then, the more often the fewer the workers). usual,
 // the round trip of the server when it does not queue, is the first
-// signal, then follows the
-// signal down within a round and up within disturbMemory: about the least
-// of the last minute, which a lasting change (a server slower for good)
-// becomes within a few minutes.
+// signal, then follows the signal down within a round and up within
+// disturbMemory: about the least of the last minute, which a lasting
+// change (a server slower for good) becomes within a few minutes. grow is
+// how fast the signal rose, in seconds per second, from its value a round
+// or more before (measured once a round): how much faster the queue is
+// fed than served.
 type queueing struct {
 	need        int       // answers the signal needs: the workers
 	bucketAt    time.Time // the current round began
@@ -343,14 +381,17 @@ type queueing struct {
 	curN, prevN int       // answers in them
 	usual       float64   // zero: not yet measured
 	usualAt     time.Time
+	ref         float64   // the signal a round or more ago
+	refAt       time.Time // zero: none yet
+	grow        float64   // how fast the signal grew since ref, in seconds per second
 }
 
 // observe records a round trip of rtt seconds answered at now, and
 // returns the signal and usual, with ok false while the signal lacks
 // answers.
-func (q *queueing) observe(now time.Time, rtt float64) (least, usual float64, ok bool) {
+func (q *queueing) observe(now time.Time, rtt float64) (least, usual, grow float64, ok bool) {
 	if rtt <= 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	if now.Sub(q.bucketAt) >= round {
 		q.prev, q.prevN = q.cur, q.curN
@@ -366,7 +407,13 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual float64, ok
 		least, n = math.Min(least, q.prev), n+q.prevN
 	}
 	if n < q.need {
-		return 0, 0, false
+		return 0, 0, 0, false
+	}
+	if dt := now.Sub(q.refAt); q.refAt.IsZero() || dt >= round {
+		if !q.refAt.IsZero() {
+			q.grow = (least - q.ref) / dt.Seconds()
+		}
+		q.ref, q.refAt = least, now
 	}
 	if q.usual == 0 {
 		q.usual, q.usualAt = least, now
@@ -379,7 +426,7 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual float64, ok
 		q.usual += (least - q.usual) * -math.Expm1(-dt.Seconds()/tau.Seconds())
 		q.usualAt = now
 	}
-	return least, q.usual, true
+	return least, q.usual, q.grow, true
 }
 
 // pause stops the clock of the success rate while the server is seen
@@ -427,7 +474,7 @@ func (p *pacer) mayGrowWindow(now time.Time) bool {
 // first cut within returnFor of the return from an outage goes down to
 // restartRate·weight and empties the bucket.
 func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
-	p.disturbed = now
+	p.disturbed, p.refusedAt = now, now
 	if !p.adaptive || sentAt.Before(p.cutAt) ||
 		(!p.cutAt.IsZero() && now.Before(p.cutAt.Add(max(retryAfter, round)))) {
 		return
@@ -453,7 +500,7 @@ func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 // times the lower of the rate and the share, and at least
 // restartRate·weight (an engine with nothing measured resumes there).
 func (p *pacer) overload(now, sentAt time.Time) {
-	p.disturbed = now
+	p.disturbed, p.refusedAt = now, now
 	if !p.adaptive || sentAt.Before(p.cutAt) {
 		return
 	}

@@ -185,11 +185,13 @@ func TestPacerFlatLatencyKeepsTheRate(t *testing.T) {
 	}
 }
 
-// Latency growth slows the engine before any 429: a queue at the server
-// that delays every write of the last rounds past tolerance (4 with 4
-// workers) times the usual round trip trims the rate, once a round, to
-// the share times tolerance·usual over the round trip, no deeper than a
-// cut; the trim is not a cut.
+// Latency growth slows the engine before any 429. Until the server has
+// refused a write, a queue is read by its growth: a queue past tolerance
+// (4 with 4 workers) times the usual round trip that grew by g seconds
+// per second over the last round trims the rate, once a round, to the
+// share times (1-g)/(1+g), no deeper than a cut: the fleet then offers
+// what the server serves, less the last round's growth. The trim is not
+// a cut.
 func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p, write := latencyPacer(t0, 10*time.Millisecond)
@@ -200,47 +202,86 @@ func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 	if p.trims != 0 {
 		t.Fatalf("trimmed at 4 times the usual round trip (the engine's own workers)")
 	}
-	// Then the queue grows: every write waits 100 ms. Once the writes of
-	// the last two rounds all waited, the rate is trimmed.
+	// Then the queue grows by 100 ms a second. Once the writes of the
+	// last two rounds all waited past the tolerance, the rate is trimmed.
+	from := at
+	growing := func(int) time.Duration { return 40*time.Millisecond + at.Sub(from)/10 }
 	var trimmedAt time.Time
-	for i := 0; i < 150 && p.trims == 0; i++ {
-		at = write(at, 20*time.Millisecond, constant(100*time.Millisecond))
+	for i := 0; i < 300 && p.trims == 0; i++ {
+		at = write(at, 20*time.Millisecond, growing)
 		trimmedAt = at
 	}
 	if p.trims != 1 || p.cuts != 0 {
 		t.Fatalf("%d trims and %d cuts, want one trim and no cut", p.trims, p.cuts)
 	}
-	if d := trimmedAt.Sub(t0.Add(15 * time.Second)); d > 2*round+100*time.Millisecond {
-		t.Errorf("trimmed %v after the queue began, want within two rounds", d)
+	// The signal passes 40 ms (4 · 10) at once and is the least of the
+	// last two rounds.
+	if d := trimmedAt.Sub(from); d > 3*round {
+		t.Errorf("trimmed %v after the queue began to grow, want within three rounds", d)
 	}
-	// The share is the 50 writes/s it got through: 50 · 4 · usual /
-	// 100 ms is 20-25 (usual has risen a little from 10 ms), below what a
-	// 429 would cut to, so the trim stops there: 0.6 · 50.
-	if r := p.current(at); math.Abs(r-aimdCut*50) > 1 {
-		t.Fatalf("rate %v after the trim, want a cut's depth, %v", r, aimdCut*50)
+	// The share is the 50 writes/s the engine got through; the signal
+	// grew about 0.1 s a second: 50 · 0.9/1.1, about 41.
+	if r := p.current(trimmedAt); r < 39 || r > 43 {
+		t.Fatalf("rate %v after the trim, want 50·(1-g)/(1+g), 39 to 43", r)
 	}
 	// No second trim within the round, however long the waits.
-	write(at, 900*time.Millisecond, constant(300*time.Millisecond))
+	write(trimmedAt, 900*time.Millisecond, constant(time.Second))
 	if p.trims != 1 {
 		t.Fatalf("%d trims within a round, want 1", p.trims)
 	}
 }
 
-// A queue a little past the tolerance trims a little: waits of 50 ms
-// against a usual round trip of 10 ms trim the 50 writes/s the engine got
-// through to about 50 · 4 · 10/50, 40, not to a cut's depth.
-func TestPacerTrimFollowsTheQueue(t *testing.T) {
+// A queue that stands is the server busy, not overloaded, until the
+// server refuses: 25 controllers with one write under way each keep a
+// seat with a queue of 40 busy and never fill it. Before any 429, a queue
+// that appears and then stands at ten times the usual round trip trims
+// once at most, by the growth of its round (about 0.09 s a second, to 0.83
+// of the share), and the rate grows back to the configured 50/s while the
+// queue stands.
+func TestPacerStandingQueueDoesNotTrim(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p, write := latencyPacer(t0, 10*time.Millisecond)
-	at := t0.Add(10 * time.Second)
-	for i := 0; i < 150 && p.trims == 0; i++ {
-		at = write(at, 20*time.Millisecond, constant(50*time.Millisecond))
+	at := write(t0.Add(10*time.Second), 30*time.Second, constant(100*time.Millisecond))
+	if p.trims > 1 || p.cuts != 0 {
+		t.Fatalf("%d trims and %d cuts under a queue that stands, want at most one trim and no cut", p.trims, p.cuts)
 	}
-	if p.trims != 1 || p.cuts != 0 {
-		t.Fatalf("%d trims and %d cuts, want one trim and no cut", p.trims, p.cuts)
+	if r := p.current(at); r != 50 {
+		t.Fatalf("rate %v after 30 s of a queue that stands, want the configured 50", r)
 	}
-	if r := p.current(at); r < 38 || r > 45 {
-		t.Fatalf("rate %v after the trim, want 50·4·usual/50ms, 38 to 45", r)
+}
+
+// Once the server has refused a write (a 429 within disturbMemory), its
+// queue overflows: the signal is read by its level, as Gradient2 reads
+// it. A queue a little past the tolerance trims a little: waits of 50 ms
+// against a usual round trip of 10 ms trim the 50 writes/s the engine got
+// through to about 50 · 4 · 10/50, 40; waits of 100 ms trim it to a cut's
+// depth, 0.6 · 50, no deeper. A 429 more than disturbMemory ago is
+// forgotten: the same waits of 50 ms are read by their growth (from 10 ms
+// to 50 ms within the round, 0.04 s a second), and trim to about
+// 50 · 0.96/1.04, 46.
+func TestPacerTrimFollowsTheQueueAfterA429(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		wait     time.Duration
+		refused  time.Duration // the 429, this long before the waits begin
+		min, max float64
+	}{
+		{50 * time.Millisecond, 0, 38, 45},
+		{100 * time.Millisecond, 0, aimdCut*50 - 1, aimdCut*50 + 1},
+		{50 * time.Millisecond, disturbMemory + round, 45, 47},
+	} {
+		p, write := latencyPacer(t0, 10*time.Millisecond)
+		at := t0.Add(10 * time.Second)
+		p.refusedAt = at.Add(-tc.refused) // as shed and overload record a 429
+		for i := 0; i < 150 && p.trims == 0; i++ {
+			at = write(at, 20*time.Millisecond, constant(tc.wait))
+		}
+		if p.trims != 1 || p.cuts != 0 {
+			t.Fatalf("waits of %v, a 429 %v before: %d trims and %d cuts, want one trim and no cut", tc.wait, tc.refused, p.trims, p.cuts)
+		}
+		if r := p.current(at); r < tc.min || r > tc.max {
+			t.Fatalf("waits of %v, a 429 %v before: rate %v after the trim, want %v to %v", tc.wait, tc.refused, r, tc.min, tc.max)
+		}
 	}
 }
 
@@ -292,9 +333,9 @@ func TestQueueingClockSetBack(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q := queueing{need: 1}
 	q.observe(t0, 0.010)
-	_, before, _ := q.observe(t0.Add(3*time.Second), 0.050)
-	least, usual, ok := q.observe(t0.Add(3*time.Second-time.Hour), 1.0)
-	if !ok || usual != before || least != 0.050 {
+	_, before, grew, _ := q.observe(t0.Add(3*time.Second), 0.050)
+	least, usual, grow, ok := q.observe(t0.Add(3*time.Second-time.Hour), 1.0)
+	if !ok || usual != before || least != 0.050 || grow != grew {
 		t.Fatalf("signal %v, usual %v after a round trip answered an hour before the last, want 0.050 and %v", least, usual, before)
 	}
 }
