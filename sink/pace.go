@@ -151,6 +151,8 @@ type pacer struct {
 	trimAt    time.Time // the last trim for the delay signal
 	trims     int64     // trims made
 	refusedAt time.Time // the last 429 (zero: never)
+	calm      bool      // the delay signal shows no queue, or before a 429 one that does not grow
+	untrimmed float64   // the rate before the trims since the last cut (zero: none)
 }
 
 func (p *pacer) init(qps float64, burst, workers int, adaptive bool, now time.Time) {
@@ -192,6 +194,9 @@ func (p *pacer) advance(now time.Time) {
 		// dr/dt = add + grow·r, integrated exactly over dt.
 		add := aimdAdd * p.weight * math.Sqrt(p.weight)
 		r := (p.rate+add/aimdGrow)*math.Exp(aimdGrow*dt) - add/aimdGrow
+		if p.calm && p.rate < p.untrimmed {
+			r = math.Max(r, p.untrimmed-(p.untrimmed-p.rate)*math.Exp(-dt/round.Seconds()))
+		}
 		p.setRate(r)
 	}
 	if !math.IsInf(p.rate, 1) {
@@ -333,20 +338,26 @@ func (p *pacer) decay(now time.Time) {
 // a 429 after it still cuts.
 func (p *pacer) latency(now, sentAt time.Time) {
 	least, usual, grow, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
-	if !ok || least <= p.tolerance*usual || !p.adaptive ||
-		(!p.trimAt.IsZero() && now.Sub(p.trimAt) < round) {
+	if !ok || !p.adaptive {
+		return
+	}
+	byGrowth := p.refusedAt.IsZero() || now.Sub(p.refusedAt) > disturbMemory
+	queue := least > p.tolerance*usual
+	if calm := !queue || (byGrowth && grow <= 0); calm != p.calm {
+		p.advance(now)
+		p.calm = calm
+	}
+	if p.calm || (!p.trimAt.IsZero() && now.Sub(p.trimAt) < round) {
 		return
 	}
 	f := p.tolerance * usual / least
-	if p.refusedAt.IsZero() || now.Sub(p.refusedAt) > disturbMemory { // read by its growth
-		if grow <= 0 {
-			return
-		}
+	if byGrowth {
 		f = (1 - grow) / (1 + grow)
 	}
 	p.advance(now)
 	p.decay(now)
 	if r := math.Max(minRate, p.share()*math.Max(aimdCut, f)); r < p.rate {
+		p.untrimmed = math.Max(p.untrimmed, p.rate)
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
 		p.thresh, p.slow = math.Min(p.thresh, p.rate), false
@@ -481,6 +492,7 @@ func (p *pacer) shed(now, sentAt time.Time, retryAfter time.Duration) {
 	}
 	p.advance(now)
 	p.decay(now)
+	p.untrimmed = 0
 	if r := math.Max(minRate, aimdCut*math.Min(p.rate, p.share())); r < p.rate {
 		p.rate = r
 		p.tokens = math.Min(p.tokens, p.bucket())
@@ -506,6 +518,7 @@ func (p *pacer) overload(now, sentAt time.Time) {
 	}
 	p.advance(now)
 	p.decay(now)
+	p.untrimmed = 0
 	p.thresh = math.Max(restartRate*p.weight, aimdCut*math.Min(p.rate, p.share()))
 	p.rate = math.Min(p.rate, p.thresh)
 	p.tokens = math.Min(p.tokens, p.bucket())

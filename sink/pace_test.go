@@ -250,6 +250,50 @@ func TestPacerStandingQueueDoesNotTrim(t *testing.T) {
 	}
 }
 
+// A trim is a warning, not a loss: once the queue stops growing (before
+// any 429) or is gone (after one), the rate goes back to where it was
+// before the trims within a round or two, instead of growing back at the
+// additive pace. An engine writing 10/s whose round trips jump for a
+// moment (a queue that forms and stands, or the jitter of a loaded
+// machine) is trimmed below 10/s; when its demand then rises to 40/s, it
+// writes at 40/s within 3 s (at the additive pace it would take about 10).
+func TestPacerTrimIsUndoneWhenTheQueueStopsGrowing(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &pacer{}
+	p.init(50, 100, defaultWorkers, true, t0)
+	sent := 0
+	write := func(from time.Time, d, every time.Duration, rtt func(at time.Time) time.Duration) time.Time {
+		now := from
+		for now.Sub(from) < d {
+			now = now.Add(every)
+			if p.take(now) == 0 {
+				sent++
+				p.success(now)
+				p.latency(now, now.Add(-rtt(now)))
+			}
+		}
+		return now
+	}
+	at := write(t0, 10*time.Second, 100*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	// The queue grows by 0.1 s a second for two seconds, then stands.
+	from := at
+	at = write(at, 10*time.Second, 100*time.Millisecond, func(now time.Time) time.Duration {
+		return 40*time.Millisecond + min(now.Sub(from), 2*time.Second)/10
+	})
+	if p.trims == 0 {
+		t.Fatalf("no trim for a queue that grew 0.2 s in two seconds")
+	}
+	// Demand rises to 40/s; the queue has gone.
+	sent = 0
+	write(at, 3*time.Second, 25*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	if r := p.current(at.Add(3 * time.Second)); r < 40 {
+		t.Fatalf("rate %.1f/s 3 s after the demand rose to 40/s, want at least 40: the trim is undone", r)
+	}
+	if sent < 100 {
+		t.Fatalf("%d writes in the 3 s after the demand rose to 40/s, want at least 100", sent)
+	}
+}
+
 // Once the server has refused a write (a 429 within disturbMemory), its
 // queue overflows: the signal is read by its level, as Gradient2 reads
 // it. A queue a little past the tolerance trims a little: waits of 50 ms
