@@ -100,6 +100,8 @@
 //	                                             g s/s in the last round (none if it stands);
 //	                                             within a minute of a 429, to share x T x usual /
 //	                                             round trip
+//	then the queue stops growing (or is gone,    the rate returns to where it was before the trims
+//	  after a 429)                               over a round or two
 //	failures other than 429 to everything      is down: one probe per backoff step, sooner
 //	                                             with many events waiting (below); back,
 //	                                             goes on at its rate and burst

@@ -35,11 +35,14 @@ import (
 //     last round, the rate is trimmed to the share times (1-g)/(1+g), and
 //     a queue that stands is not read at all. Once it has, by its level:
 //     to the share times tolerance·usual over that round trip (see
-//     latency and queueing). A queue at the server (priority and
-//     fairness) then slows the engines before it overflows into 429s,
-//     but a queue that a fleet keeps without overflowing it (25
-//     controllers with one write under way each and a queue of 40) is the
-//     server busy, and costs the fleet nothing.
+//     latency and queueing). A trim is a warning, not a loss: once the
+//     queue stops growing (before a 429) or is gone (after one), the rate
+//     goes back to where it was before the trims over a round or two, not at
+//     the additive pace. A queue at the server (priority and fairness)
+//     then slows the engines before it overflows into 429s, but a queue
+//     that a fleet keeps without overflowing it (25 controllers with one
+//     write under way each and a queue of 40), or the jitter of a loaded
+//     machine, costs the fleet little.
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -194,7 +197,7 @@ func (p *pacer) advance(now time.Time) {
 		// dr/dt = add + grow·r, integrated exactly over dt.
 		add := aimdAdd * p.weight * math.Sqrt(p.weight)
 		r := (p.rate+add/aimdGrow)*math.Exp(aimdGrow*dt) - add/aimdGrow
-		if p.calm && p.rate < p.untrimmed {
+		if p.calm && p.rate < p.untrimmed { // back to where the trims found it, with a time constant of a round
 			r = math.Max(r, p.untrimmed-(p.untrimmed-p.rate)*math.Exp(-dt/round.Seconds()))
 		}
 		p.setRate(r)
@@ -335,7 +338,13 @@ func (p *pacer) decay(now time.Time) {
 //     (TestFleetSlowsOnLatencyBeforeA429: a third to a half fewer 429s).
 //
 // The trim is not a cut: the threshold of slow start follows it down, but
-// a 429 after it still cuts.
+// a 429 after it still cuts, and once the signal is calm again (the queue
+// stopped growing, before a 429; gone, after one) the rate returns to
+// where it was before the trims since the last cut over a round or two (see
+// advance), instead of growing back at the additive pace: a queue that
+// formed and stood, or a round of jitter, then does not hold an engine
+// below its demand for seconds after it rises (TestFleetDemandStepIntoAQueue
+// with jitter and one worker: 14-16% later without it).
 func (p *pacer) latency(now, sentAt time.Time) {
 	least, usual, grow, ok := p.rtt.observe(now, now.Sub(sentAt).Seconds())
 	if !ok || !p.adaptive {
