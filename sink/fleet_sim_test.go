@@ -393,7 +393,7 @@ func fleetScenario(opts Options) simConfig {
 // 0.83-0.84 (window), 0.82-0.83 (bucket), 0.85-0.86 (bucket-1s),
 // 0.84-0.85 (queue), 0.62-0.65 (inflight), 0.85-0.87 (steps; 0.81-0.82
 // before the delay signal, which reads the queue of the steps' and the
-// queue's server: 377-549 429s instead of 783-852 on steps); peak over
+// queue's server: 422-540 429s instead of 783-852 on steps); peak over
 // capacity 1.28-1.40, 1.28-1.44, 2.15-2.31, 1.29-1.37, 1.48-1.67,
 // 1.28-1.38; first batch 10.4-11.3 s, 11.0-11.9 s, 9.9-11.2 s,
 // 10.9-11.9 s, 14.1-16.8 s, 9.4-10.2 s after the return; Jain's index
