@@ -197,14 +197,27 @@ func (p *pacer) advance(now time.Time) {
 		// dr/dt = add + grow·r, integrated exactly over dt.
 		add := aimdAdd * p.weight * math.Sqrt(p.weight)
 		r := (p.rate+add/aimdGrow)*math.Exp(aimdGrow*dt) - add/aimdGrow
-		if p.calm && p.rate < p.untrimmed { // back to where the trims found it, with a time constant of a round
-			r = math.Max(r, p.untrimmed-(p.untrimmed-p.rate)*math.Exp(-dt/round.Seconds()))
+		if to := p.untrimmedRate(); p.calm && p.rate < to { // back to where the trims found it, with a time constant of a round
+			r = math.Max(r, to-(to-p.rate)*math.Exp(-dt/round.Seconds()))
 		}
 		p.setRate(r)
 	}
 	if !math.IsInf(p.rate, 1) {
 		p.tokens = math.Min(p.bucket(), p.tokens+p.rate*dt)
 	}
+}
+
+// untrimmedRate is the rate the trims since the last cut found (zero:
+// none). No limit (no ceiling and a rate past the workers' reach) is the
+// workers' reach, past which setRate lifts the limit again.
+func (p *pacer) untrimmedRate() float64 {
+	if !math.IsInf(p.untrimmed, 1) {
+		return p.untrimmed
+	}
+	if p.rtt.usual <= 0 {
+		return 0
+	}
+	return float64(p.rtt.need) / p.rtt.usual
 }
 
 // setRate sets the rate to r, capped at the ceiling. With no ceiling, a

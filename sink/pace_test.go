@@ -294,6 +294,40 @@ func TestPacerTrimIsUndoneWhenTheQueueStopsGrowing(t *testing.T) {
 	}
 }
 
+// With no write limit the rate before a trim is no limit: once the queue
+// stops growing the trim is undone up to the workers' reach (what they
+// send at the usual round trip), and the rate is no limit again, never
+// NaN (the distance from no limit is not a number).
+func TestPacerTrimIsUndoneWithNoWriteLimit(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p pacer
+	p.init(0, 100, defaultWorkers, true, t0)
+	now := t0
+	write := func(d, every time.Duration, rtt func(at time.Time) time.Duration) {
+		for end := now.Add(d); now.Before(end); now = now.Add(every) {
+			if p.take(now) == 0 {
+				p.success(now)
+				p.latency(now, now.Add(-rtt(now)))
+			}
+		}
+	}
+	write(5*time.Second, 10*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	if !math.IsInf(p.rate, 1) {
+		t.Fatalf("rate %v with no limit and a flat round trip, want no limit", p.rate)
+	}
+	from := now
+	write(3*time.Second, 10*time.Millisecond, func(at time.Time) time.Duration {
+		return 40*time.Millisecond + min(at.Sub(from), 2*time.Second)/10
+	})
+	if p.trims == 0 || math.IsInf(p.rate, 1) {
+		t.Fatalf("%d trims, rate %v, for a queue that grew 0.2 s in two seconds: want a trim to a limit", p.trims, p.rate)
+	}
+	write(20*time.Second, time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	if r := p.current(now); math.IsNaN(r) || !math.IsInf(r, 1) {
+		t.Fatalf("rate %v 20 s after the queue went, want no limit again", r)
+	}
+}
+
 // Once the server has refused a write (a 429 within disturbMemory), its
 // queue overflows: the signal is read by its level, as Gradient2 reads
 // it. A queue a little past the tolerance trims a little: waits of 50 ms
