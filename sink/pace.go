@@ -208,23 +208,32 @@ func (p *pacer) advance(now time.Time) {
 }
 
 // untrimmedRate is the rate the trims since the last cut found (zero:
-// none). No limit (no ceiling and a rate past the workers' reach) is the
-// workers' reach, past which setRate lifts the limit again.
+// none). No limit is the workers' reach, past which setRate lifts the
+// limit again (zero while the usual round trip is not known).
 func (p *pacer) untrimmedRate() float64 {
 	if !math.IsInf(p.untrimmed, 1) {
 		return p.untrimmed
 	}
+	if r := p.reach(); !math.IsInf(r, 1) {
+		return r
+	}
+	return 0
+}
+
+// reach is what the workers (rtt.need) can send at the usual round trip,
+// in writes/s (+Inf while it is not known).
+func (p *pacer) reach() float64 {
 	if p.rtt.usual <= 0 {
-		return 0
+		return math.Inf(1)
 	}
 	return float64(p.rtt.need) / p.rtt.usual
 }
 
 // setRate sets the rate to r, capped at the ceiling. With no ceiling, a
-// rate past what the workers (rtt.need) can send at the usual round trip
-// is no limit again: the workers, not the rate, hold the writes back there.
+// rate past the workers' reach is no limit again: the workers, not the
+// rate, hold the writes back there.
 func (p *pacer) setRate(r float64) {
-	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && p.rtt.usual > 0 && r >= float64(p.rtt.need)/p.rtt.usual) {
+	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && r >= p.reach()) {
 		r = p.ceiling
 	}
 	p.rate = r
@@ -341,14 +350,14 @@ func (p *pacer) decay(now time.Time) {
 //     busy, which a fleet with a bounded number of writes under way (25
 //     controllers with one write each and a queue of 40) keeps without
 //     ever overflowing, and trimming for its level idled the seat with no
-//     429 to avoid (TestFleetDemandStepIntoAQueue with one worker: 14-18%
-//     later, now 0.5%).
+//     429 to avoid (TestFleetDemandStepIntoAQueue with one worker: 14-19%
+//     later, now at most 3.9%).
 //   - Once it has (a 429 within disturbMemory: its queue overflows), by
 //     the queue's level, as Gradient2 reads it: to the share times
 //     tolerance·usual over the round trip, a little past the tolerance a
 //     little, far past it more. A fleet whose demand exceeds the server
 //     for long then keeps its queue short between 429s
-//     (TestFleetSlowsOnLatencyBeforeA429: a third to a half fewer 429s).
+//     (TestFleetSlowsOnLatencyBeforeA429: about half as many 429s).
 //
 // The trim is not a cut: the threshold of slow start follows it down, but
 // a 429 after it still cuts, and once the signal is calm again (the queue

@@ -261,31 +261,14 @@ func TestPacerTrimIsUndoneWhenTheQueueStopsGrowing(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := &pacer{}
 	p.init(50, 100, defaultWorkers, true, t0)
-	sent := 0
-	write := func(from time.Time, d, every time.Duration, rtt func(at time.Time) time.Duration) time.Time {
-		now := from
-		for now.Sub(from) < d {
-			now = now.Add(every)
-			if p.take(now) == 0 {
-				sent++
-				p.success(now)
-				p.latency(now, now.Add(-rtt(now)))
-			}
-		}
-		return now
-	}
-	at := write(t0, 10*time.Second, 100*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	at, _ := paced(p, t0, 10*time.Second, 100*time.Millisecond, flat(10*time.Millisecond))
 	// The queue grows by 0.1 s a second for two seconds, then stands.
-	from := at
-	at = write(at, 10*time.Second, 100*time.Millisecond, func(now time.Time) time.Duration {
-		return 40*time.Millisecond + min(now.Sub(from), 2*time.Second)/10
-	})
+	at, _ = paced(p, at, 10*time.Second, 100*time.Millisecond, queueGrowing(at, 2*time.Second))
 	if p.trims == 0 {
 		t.Fatalf("no trim for a queue that grew 0.2 s in two seconds")
 	}
 	// Demand rises to 40/s; the queue has gone.
-	sent = 0
-	write(at, 3*time.Second, 25*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	_, sent := paced(p, at, 3*time.Second, 25*time.Millisecond, flat(10*time.Millisecond))
 	if r := p.current(at.Add(3 * time.Second)); r < 40 {
 		t.Fatalf("rate %.1f/s 3 s after the demand rose to 40/s, want at least 40: the trim is undone", r)
 	}
@@ -300,32 +283,46 @@ func TestPacerTrimIsUndoneWhenTheQueueStopsGrowing(t *testing.T) {
 // NaN (the distance from no limit is not a number).
 func TestPacerTrimIsUndoneWithNoWriteLimit(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var p pacer
+	p := &pacer{}
 	p.init(0, 100, defaultWorkers, true, t0)
-	now := t0
-	write := func(d, every time.Duration, rtt func(at time.Time) time.Duration) {
-		for end := now.Add(d); now.Before(end); now = now.Add(every) {
-			if p.take(now) == 0 {
-				p.success(now)
-				p.latency(now, now.Add(-rtt(now)))
-			}
-		}
-	}
-	write(5*time.Second, 10*time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	now, _ := paced(p, t0, 5*time.Second, 10*time.Millisecond, flat(10*time.Millisecond))
 	if !math.IsInf(p.rate, 1) {
 		t.Fatalf("rate %v with no limit and a flat round trip, want no limit", p.rate)
 	}
-	from := now
-	write(3*time.Second, 10*time.Millisecond, func(at time.Time) time.Duration {
-		return 40*time.Millisecond + min(at.Sub(from), 2*time.Second)/10
-	})
+	now, _ = paced(p, now, 3*time.Second, 10*time.Millisecond, queueGrowing(now, 2*time.Second))
 	if p.trims == 0 || math.IsInf(p.rate, 1) {
 		t.Fatalf("%d trims, rate %v, for a queue that grew 0.2 s in two seconds: want a trim to a limit", p.trims, p.rate)
 	}
-	write(20*time.Second, time.Millisecond, func(time.Time) time.Duration { return 10 * time.Millisecond })
+	now, _ = paced(p, now, 20*time.Second, time.Millisecond, flat(10*time.Millisecond))
 	if r := p.current(now); math.IsNaN(r) || !math.IsInf(r, 1) {
 		t.Fatalf("rate %v 20 s after the queue went, want no limit again", r)
 	}
+}
+
+// paced offers p a write every every for d from from, each answered in
+// rtt of its time, and returns the time after them and how many p let
+// through.
+func paced(p *pacer, from time.Time, d, every time.Duration, rtt func(at time.Time) time.Duration) (time.Time, int) {
+	now, sent := from, 0
+	for now.Sub(from) < d {
+		now = now.Add(every)
+		if p.take(now) == 0 {
+			sent++
+			p.success(now)
+			p.latency(now, now.Add(-rtt(now)))
+		}
+	}
+	return now, sent
+}
+
+func flat(d time.Duration) func(time.Time) time.Duration {
+	return func(time.Time) time.Duration { return d }
+}
+
+// queueGrowing is a round trip of 40 ms (4 times a usual 10 ms) that grows
+// by 0.1 s a second from from, for upTo, then stands.
+func queueGrowing(from time.Time, upTo time.Duration) func(time.Time) time.Duration {
+	return func(at time.Time) time.Duration { return 40*time.Millisecond + min(at.Sub(from), upTo)/10 }
 }
 
 // Once the server has refused a write (a 429 within disturbMemory), its
@@ -414,7 +411,7 @@ func TestQueueingClockSetBack(t *testing.T) {
 	_, before, grew, _ := q.observe(t0.Add(3*time.Second), 0.050)
 	least, usual, grow, ok := q.observe(t0.Add(3*time.Second-time.Hour), 1.0)
 	if !ok || usual != before || least != 0.050 || grow != grew {
-		t.Fatalf("signal %v, usual %v after a round trip answered an hour before the last, want 0.050 and %v", least, usual, before)
+		t.Fatalf("signal %v, usual %v, growth %v after a round trip answered an hour before the last, want 0.050, %v and %v", least, usual, grow, before, grew)
 	}
 }
 
