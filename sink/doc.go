@@ -97,7 +97,8 @@
 //	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
 //	round trips of the last 1-2 s all past     trims the rate, never below 0.6 x share, once a
 //	  T x usual (T: Workers, at least 2)         round: to share x (1-g)/(1+g) if the queue grew
-//	                                             g s/s in the last round (none if it stands);
+//	                                             g s/s past usual/s in the last round (none if
+//	                                             it stands or grows more slowly);
 //	                                             within a minute of a 429, to share x T x usual /
 //	                                             round trip
 //	then the queue stops growing (or is gone,    the rate returns to where it was before the trims

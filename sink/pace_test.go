@@ -220,7 +220,8 @@ func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 		t.Errorf("trimmed %v after the queue began to grow, want within three rounds", d)
 	}
 	// The share is the 50 writes/s the engine got through; the signal
-	// grew about 0.1 s a second: 50 · 0.9/1.1, about 41.
+	// grew about 0.1 s a second, 0.09 past the usual round trip a round:
+	// 50 · 0.91/1.09, about 42.
 	if r := p.current(trimmedAt); r < 39 || r > 43 {
 		t.Fatalf("rate %v after the trim, want 50·(1-g)/(1+g), 39 to 43", r)
 	}
@@ -235,8 +236,8 @@ func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 // server refuses: 25 controllers with one write under way each keep a
 // seat with a queue of 40 busy and never fill it. Before any 429, a queue
 // that appears and then stands at ten times the usual round trip trims
-// once at most, by the growth of its round (about 0.09 s a second, to 0.83
-// of the share), and the rate grows back to the configured 50/s while the
+// once at most, by the growth of its round (about 0.09 s a second, less
+// the usual round trip a round, to 0.85 of the share), and the rate grows back to the configured 50/s while the
 // queue stands.
 func TestPacerStandingQueueDoesNotTrim(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -247,6 +248,36 @@ func TestPacerStandingQueueDoesNotTrim(t *testing.T) {
 	}
 	if r := p.current(at); r != 50 {
 		t.Fatalf("rate %v after 30 s of a queue that stands, want the configured 50", r)
+	}
+}
+
+// The growth of a queue is read beyond one usual round trip a round: less
+// is what the least round trip of a round does with the jitter of a loaded
+// machine alone, and a fleet feeding a queue that slowly (at 1.01 times
+// what it is served, with a usual round trip of 10 ms) would take minutes
+// to fill even a queue of a second. Round trips that stand past the
+// tolerance and then grow by 5 ms a second for 15 s trim nothing more; by
+// 50 ms a second, they trim.
+func TestPacerQueueGrowthWithinARoundTripIsNotRead(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		perSecond time.Duration // growth of the round trip a second
+		trims     bool
+	}{
+		{5 * time.Millisecond, false},
+		{50 * time.Millisecond, true},
+	} {
+		p, write := latencyPacer(t0, 10*time.Millisecond)
+		// The queue forms (one trim at most, for its growth within the
+		// round) and stands for 2 s; then it grows for 15 s.
+		from := write(t0.Add(10*time.Second), 2*time.Second, constant(45*time.Millisecond))
+		before := p.trims
+		write(from, 15*time.Second, func(int) time.Duration {
+			return 45*time.Millisecond + time.Duration(float64(tc.perSecond)*p.last.Sub(from).Seconds())
+		})
+		if got := p.trims > before; got != tc.trims || p.cuts != 0 {
+			t.Fatalf("round trips growing %v a second: %d trims and %d cuts, want trims %v and no cut", tc.perSecond, p.trims-before, p.cuts, tc.trims)
+		}
 	}
 }
 
@@ -332,8 +363,8 @@ func queueGrowing(from time.Time, upTo time.Duration) func(time.Time) time.Durat
 // through to about 50 · 4 · 10/50, 40; waits of 100 ms trim it to a cut's
 // depth, 0.6 · 50, no deeper. A 429 more than disturbMemory ago is
 // forgotten: the same waits of 50 ms are read by their growth (from 10 ms
-// to 50 ms within the round, 0.04 s a second), and trim to about
-// 50 · 0.96/1.04, 46.
+// to 50 ms within the round, 0.04 s a second, less the usual round trip a
+// round: 0.03), and trim to about 50 · 0.97/1.03, 47.
 func TestPacerTrimFollowsTheQueueAfterA429(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -343,7 +374,7 @@ func TestPacerTrimFollowsTheQueueAfterA429(t *testing.T) {
 	}{
 		{50 * time.Millisecond, 0, 38, 45},
 		{100 * time.Millisecond, 0, aimdCut*50 - 1, aimdCut*50 + 1},
-		{50 * time.Millisecond, disturbMemory + round, 45, 47},
+		{50 * time.Millisecond, disturbMemory + round, 46, 48},
 	} {
 		p, write := latencyPacer(t0, 10*time.Millisecond)
 		at := t0.Add(10 * time.Second)
