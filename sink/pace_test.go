@@ -237,8 +237,8 @@ func TestPacerLatencyGrowthTrimsBeforeA429(t *testing.T) {
 // seat with a queue of 40 busy and never fill it. Before any 429, a queue
 // that appears and then stands at ten times the usual round trip trims
 // once at most, by the growth of its round (about 0.09 s a second, less
-// the usual round trip a round, to 0.85 of the share), and the rate grows back to the configured 50/s while the
-// queue stands.
+// the usual round trip a round, to 0.85 of the share), and the rate grows
+// back to the configured 50/s while the queue stands.
 func TestPacerStandingQueueDoesNotTrim(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p, write := latencyPacer(t0, 10*time.Millisecond)
