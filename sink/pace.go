@@ -384,8 +384,8 @@ func (p *pacer) latency(now, sentAt time.Time) {
 	}
 	byGrowth := p.refusedAt.IsZero() || now.Sub(p.refusedAt) > disturbMemory
 	queue := least > p.tolerance*usual
-	grow -= usual / round.Seconds()
-	if calm := !queue || (byGrowth && grow <= 0); calm != p.calm {
+	past := grow - usual/round.Seconds() // the growth past one usual round trip a round
+	if calm := !queue || (byGrowth && past <= 0); calm != p.calm {
 		p.advance(now)
 		p.calm = calm
 	}
@@ -394,7 +394,7 @@ func (p *pacer) latency(now, sentAt time.Time) {
 	}
 	f := p.tolerance * usual / least
 	if byGrowth {
-		f = (1 - grow) / (1 + grow)
+		f = (1 - past) / (1 + past)
 	}
 	p.advance(now)
 	p.decay(now)

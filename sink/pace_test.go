@@ -267,14 +267,14 @@ func TestPacerQueueGrowthWithinARoundTripIsNotRead(t *testing.T) {
 		{5 * time.Millisecond, false},
 		{50 * time.Millisecond, true},
 	} {
-		p, write := latencyPacer(t0, 10*time.Millisecond)
+		p := &pacer{}
+		p.init(50, 100, defaultWorkers, true, t0)
+		at, _ := paced(p, t0, 10*time.Second, 20*time.Millisecond, flat(10*time.Millisecond))
 		// The queue forms (one trim at most, for its growth within the
 		// round) and stands for 2 s; then it grows for 15 s.
-		from := write(t0.Add(10*time.Second), 2*time.Second, constant(45*time.Millisecond))
+		at, _ = paced(p, at, 2*time.Second, 20*time.Millisecond, flat(45*time.Millisecond))
 		before := p.trims
-		write(from, 15*time.Second, func(int) time.Duration {
-			return 45*time.Millisecond + time.Duration(float64(tc.perSecond)*p.last.Sub(from).Seconds())
-		})
+		paced(p, at, 15*time.Second, 20*time.Millisecond, growing(at, 45*time.Millisecond, tc.perSecond))
 		if got := p.trims > before; got != tc.trims || p.cuts != 0 {
 			t.Fatalf("round trips growing %v a second: %d trims and %d cuts, want trims %v and no cut", tc.perSecond, p.trims-before, p.cuts, tc.trims)
 		}
@@ -354,6 +354,13 @@ func flat(d time.Duration) func(time.Time) time.Duration {
 // by 0.1 s a second from from, for upTo, then stands.
 func queueGrowing(from time.Time, upTo time.Duration) func(time.Time) time.Duration {
 	return func(at time.Time) time.Duration { return 40*time.Millisecond + min(at.Sub(from), upTo)/10 }
+}
+
+// growing is a round trip of rtt at from that grows by perSecond a second.
+func growing(from time.Time, rtt, perSecond time.Duration) func(time.Time) time.Duration {
+	return func(at time.Time) time.Duration {
+		return rtt + time.Duration(float64(perSecond)*at.Sub(from).Seconds())
+	}
 }
 
 // Once the server has refused a write (a 429 within disturbMemory), its
