@@ -62,6 +62,8 @@ type simResult struct {
 	maxDown                 int
 	peak                    int     // most requests in one second after the outage
 	peakRatio               float64 // most requests in one second over the capacity of that second
+	peakStored              int     // of the requests of that second, those the server stored
+	peakCapacity            float64 // the capacity of that second
 	jain                    float64 // Jain's index of the engines' admitted requests in the first earlyFor after the return
 	tooMany, failed, writes int
 	requests                int
@@ -73,8 +75,8 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity), Jain %.3f, first batch stored %.2fs after return, all %.1fs",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds())
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs",
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds())
 }
 
 type simEvent struct {
@@ -174,9 +176,10 @@ func simulate(cfg simConfig) simResult {
 		record(i, 0, cfg.batch, 0, cfg.trickle)
 		record(i, cfg.batch, second, cfg.secondAt, cfg.secondTrickle)
 	}
-	var secWrites, secTooMany []int
+	secWrites := make([]int, len(perSecond))
+	var secTooMany []int
 	if cfg.trace {
-		secWrites, secTooMany = make([]int, len(perSecond)), make([]int, len(perSecond))
+		secTooMany = make([]int, len(perSecond))
 	}
 	traced := time.Duration(0)
 	for q.Len() > 0 {
@@ -253,9 +256,7 @@ func simulate(cfg simConfig) simResult {
 					}
 					out = outWritten
 					res.writes++
-					if cfg.trace {
-						secWrites[int(sent/time.Second)]++
-					}
+					secWrites[int(sent/time.Second)]++
 				} else {
 					out, ra, over = outFailed, ev.ans.RetryAfter, true
 					res.tooMany++
@@ -328,7 +329,10 @@ func simulate(cfg simConfig) simResult {
 	}
 	for s := int(cfg.outage / time.Second); s < len(perSecond); s++ {
 		res.peak = max(res.peak, perSecond[s])
-		res.peakRatio = max(res.peakRatio, float64(perSecond[s])/srv.CapacityAt(t0.Add(time.Duration(s)*time.Second)))
+		c := srv.CapacityAt(t0.Add(time.Duration(s) * time.Second))
+		if ratio := float64(perSecond[s]) / c; ratio > res.peakRatio {
+			res.peakRatio, res.peakStored, res.peakCapacity = ratio, secWrites[s], c
+		}
 	}
 	res.jain = jainIndex(early)
 	res.perSecond = perSecond
@@ -455,6 +459,12 @@ var (
 type targets struct {
 	ratio, peak float64
 	first       time.Duration
+	// admitted: the peak passes fleetGoal's only by what the server
+	// stored. The requests it refused in the peak second are at most
+	// fleetGoal.peak-1 times the capacity, and what it stored alone is
+	// past fleetGoal.peak times it: a fleet that sent nothing the server
+	// refused would have missed the goal too.
+	admitted bool
 }
 
 // fleetGoal is the target of issues 13 and 25 on every model.
@@ -465,18 +475,25 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // its figures over 6 seeds with both latencies, and a margin.
 //
 // A full second of burst (bucket-1s) admits about two seconds' worth in
-// the first second after the return, so its peak is 2.15-2.34x; most of
-// that peak is admitted (seed 1 at the defaults: 594 of the peak second's
-// 664 requests). Per 100 ms of that second: the engines that see the
-// return first write 382 in the first 0.3 s, the bucket's 300 and what
-// it refills meanwhile, then about 30 are admitted and 8 refused per
-// 100 ms until the second ends, and those are the first writes of the
-// engines that see the return later (34 of 100 are still probing at its
-// end), each writing what it holds at once, as a lone engine must to
-// drain 1,500 events within a second of the return. An engine that sees
-// its first writes after an outage stored cannot tell a fleet's burst
-// from a lone engine's backlog: holding every engine for the Retry-After
-// of its first 429 after the return (tried) left the peak at 2.14-2.33x.
+// the first second after the return, so its peak is 2.15-2.31x; the
+// server stores 576-598 of that second's 646-692 requests itself
+// (1.92-1.99x the capacity, 12 seeds, both latencies and limits), and
+// the test holds the peak to that (admitted): at most 0.5x the capacity
+// refused in it (58-97 are). Per 100 ms of that second: the engines that
+// see the return first write 382 in the first 0.3 s, the bucket's 300 and
+// what it refills meanwhile, with no 429 and no latency to warn them, then
+// about 30 are admitted and 8 refused per 100 ms until the second ends,
+// and those are the first writes of the engines that see the return
+// later (34 of 100 are still probing at its end). Each of those sees its
+// writes stored at a flat round trip, a server that shows no load, and
+// writes what it holds, as issue 25 asks and as a lone engine must to
+// drain 1,500 events within a second of the return. To keep the peak
+// within 1.5x, the fleet would have to leave about two thirds of what
+// the bucket refills in the rest of that second unused, while the
+// engines coming back then see their writes stored: the goal asks the
+// fleet not to use what the server grants, which no engine that writes
+// at once to a server showing no load can do. Holding every engine for the Retry-After of its first
+// 429 after the return (tried) left the peak at 2.14-2.33x.
 //
 // Max-in-flight refuses the fleet's simultaneous requests at once,
 // without latency growing first: 0.62-0.65 writes per request, peak
@@ -490,7 +507,7 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // outage's end; 12 s needs 250/s, at 0.57 writes per request at best.
 // Every other target is met on them.
 var openTargets = map[string]targets{
-	"bucket-1s": {ratio: 0.8, peak: 2.4, first: 12 * time.Second},
+	"bucket-1s": {ratio: 0.8, peak: 2.4, first: 12 * time.Second, admitted: true},
 	"inflight":  {ratio: 0.6, peak: 1.8, first: 18 * time.Second},
 }
 
@@ -513,6 +530,13 @@ func fleetTargets(r simResult, open targets) []string {
 	}
 	if r.peakRatio > goal.peak {
 		miss = append(miss, fmt.Sprintf("peak %.2fx the capacity of its second, want <= %vx", r.peakRatio, goal.peak))
+	}
+	if goal.admitted && r.peakRatio > fleetGoal.peak {
+		refused := float64(r.peak - r.peakStored)
+		if refused > (fleetGoal.peak-1)*r.peakCapacity || float64(r.peakStored) <= fleetGoal.peak*r.peakCapacity {
+			miss = append(miss, fmt.Sprintf("peak %d/s past %vx the capacity of %.0f/s, of which %d stored: want the excess stored by the server, at most %.0f refused",
+				r.peak, fleetGoal.peak, r.peakCapacity, r.peakStored, (fleetGoal.peak-1)*r.peakCapacity))
+		}
 	}
 	if r.firstBatchStored < 0 || r.firstBatchStored > goal.first {
 		miss = append(miss, fmt.Sprintf("first batch stored %v after the return, want <= %v", r.firstBatchStored, goal.first))
