@@ -35,13 +35,14 @@ type eventsAPI struct {
 	model     server.API // under mu
 	latency   func() time.Duration
 
-	mu        sync.Mutex
-	events    map[string]*v1.Event // namespace/name
-	perSecond map[int]int          // requests by second since start, as they arrive
-	requests  int
-	down      int // requests answered during the outage
-	tooMany   int
-	writes    int // requests that stored something
+	mu          sync.Mutex
+	events      map[string]*v1.Event // namespace/name
+	perSecond   map[int]int          // requests by second since start, as they arrive
+	okPerSecond map[int]int          // of those, the ones the model admitted
+	requests    int
+	down        int // requests answered during the outage
+	tooMany     int
+	writes      int // requests that stored something
 	// early counts the writes of each client (by user agent, up to its
 	// first space) that arrived in the first earlyFor after the outage:
 	// the fleet's share while every controller has a backlog.
@@ -58,7 +59,7 @@ func newEventsAPI(start time.Time, outage time.Duration, model server.API, laten
 	}
 	return &eventsAPI{
 		start: start, downUntil: start.Add(outage), model: model, latency: latency,
-		events: map[string]*v1.Event{}, perSecond: map[int]int{}, early: map[string]int{},
+		events: map[string]*v1.Event{}, perSecond: map[int]int{}, okPerSecond: map[int]int{}, early: map[string]int{},
 	}
 }
 
@@ -84,7 +85,8 @@ func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	now := time.Now()
 	s.requests++
-	s.perSecond[int(now.Sub(s.start)/time.Second)]++
+	sec := int(now.Sub(s.start) / time.Second)
+	s.perSecond[sec]++
 	if now.Before(s.downUntil) {
 		s.down++
 		s.mu.Unlock()
@@ -103,6 +105,7 @@ func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", int(math.Ceil(a.RetryAfter.Seconds())))
 		return
 	}
+	s.okPerSecond[sec]++
 	if now.Sub(s.downUntil) < earlyFor {
 		ua, _, _ := strings.Cut(r.UserAgent(), " ")
 		s.early[ua]++

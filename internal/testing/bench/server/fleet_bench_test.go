@@ -90,7 +90,7 @@ func BenchmarkFleet(b *testing.B) {
 				b.Run(m.Name+"/"+lat.name+"/"+c.scenario+"/impl="+c.impl, func(b *testing.B) {
 					// Three notes, the same for every run but the model's,
 					// which the table prints once each.
-					b.Logf("benchnote: Fleet/*: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s through its model, 429 Retry-After above; %d more each %v after its return. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests of one second over the capacity of that second; jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
+					b.Logf("benchnote: Fleet/*: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s through its model, 429 Retry-After above; %d more each %v after its return. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests of one second over the capacity of that second, peak-admitted-x-capacity: those of them the model admitted (a bucket with a burst admits past its capacity); jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
 						fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, fleetControllers*fleetBatch, fleetMax, earlyFor)
 					b.Logf("benchnote: Fleet/*/<latency>/<settings>: latency=fixed: 2 ms before each request reaches the server; latency=jittered: 2 ms plus up to 20 ms at random. %s", fleetSettings())
 					b.Logf("benchnote: Fleet/%s: %v.", m.Name, m.New(time.Now(), fleetCapacity))
@@ -108,6 +108,7 @@ func BenchmarkFleet(b *testing.B) {
 type fleetResult struct {
 	recorded, stored, lost, requestsDown, maxDownPerController, peak, peakRatio, tooMany, requests, writes float64
 	jain                                                                                                   float64
+	peakStored                                                                                             float64 // of the requests of the peak second (peakRatio's), those the model admitted, over the capacity
 	rateCuts                                                                                               float64 // herald's Stats().RateCuts summed over the controllers (FleetAPF)
 	firstBatch, all                                                                                        float64 // seconds after the return; fleetMax if never
 }
@@ -120,6 +121,7 @@ func (r *fleetResult) add(o fleetResult) {
 	r.maxDownPerController += o.maxDownPerController
 	r.peak += o.peak
 	r.peakRatio += o.peakRatio
+	r.peakStored += o.peakStored
 	r.jain += o.jain
 	r.tooMany += o.tooMany
 	r.rateCuts += o.rateCuts
@@ -140,6 +142,7 @@ func (r fleetResult) report(b *testing.B, n int) {
 	// The real server's fleet (FleetAPF) counts neither.
 	if r.peakRatio > 0 {
 		b.ReportMetric(r.peakRatio/f, "peak-x-capacity")
+		b.ReportMetric(r.peakStored/f, "peak-admitted-x-capacity")
 	}
 	if r.jain > 0 {
 		b.ReportMetric(r.jain/f, "jain-early")
@@ -300,7 +303,9 @@ func runFleet(b *testing.B, model func(start time.Time, capacity float64) server
 	for sec, n := range api.perSecond {
 		if sec >= int(fleetOutage/time.Second) {
 			c := api.model.CapacityAt(start.Add(time.Duration(sec)*time.Second + time.Second/2))
-			r.peakRatio = max(r.peakRatio, float64(n)/c)
+			if ratio := float64(n) / c; ratio > r.peakRatio {
+				r.peakRatio, r.peakStored = ratio, float64(api.okPerSecond[sec])/c
+			}
 		}
 	}
 	if impl == "herald" {

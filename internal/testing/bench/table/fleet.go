@@ -17,6 +17,7 @@ var fleetColumns = []struct{ unit, header string }{
 	{"max-requests-down-per-controller", "max down / controller"},
 	{"writes/request", "writes / request"},
 	{"peak-x-capacity", "peak / capacity"},
+	{"peak-admitted-x-capacity", "of it admitted"},
 	{"s-to-first-batch", "first batch s"},
 	{"s-to-all", "all s"},
 	{"jain-early", "Jain"},

@@ -151,7 +151,7 @@ BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/
 // (FleetAPF), which are printed only; the summary has one row per run.
 func TestFleetTargetsByServerModel(t *testing.T) {
 	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
-BenchmarkFleet/window/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	1.667 peak-x-capacity	6000 recorded	6000 stored	0.95 jain-early
+BenchmarkFleet/window/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	1.667 peak-x-capacity	1.6 peak-admitted-x-capacity	6000 recorded	6000 stored	0.95 jain-early
 BenchmarkFleet/window/latency=fixed/defaults/impl=client-go-2 	1	1 ns/op	3000 lost	300 peak-requests/s	1.0 peak-x-capacity	6000 recorded	3000 stored
 BenchmarkFleet/queue/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	1.333 peak-x-capacity	6000 recorded	5999 stored
 BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1500 recorded	1497 stored
@@ -171,9 +171,9 @@ BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1
 		"| Fleet/queue/latency=jittered/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
 		"| FleetAPF/defaults | lost | — | 3 | — |  |  |",
 		"| FleetAPF/defaults | peak-requests/s | — | 900 | — |  |  |",
-		"| window/latency=fixed/defaults | herald | 6000 | 0 | — | — | 1.67 | — | — | 0.95 | peak-x-capacity |",
-		"| window/latency=fixed/defaults | client-go | 3000 | 3000 | — | — | 1 | — | — | — |  |",
-		"| queue/latency=jittered/defaults | herald | 5999 | 0 | — | — | 1.33 | — | — | — | stored |",
+		"| window/latency=fixed/defaults | herald | 6000 | 0 | — | — | 1.67 | 1.6 | — | — | 0.95 | peak-x-capacity |",
+		"| window/latency=fixed/defaults | client-go | 3000 | 3000 | — | — | 1 | — | — | — | — |  |",
+		"| queue/latency=jittered/defaults | herald | 5999 | 0 | — | — | 1.33 | — | — | — | — | stored |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
