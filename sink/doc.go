@@ -103,6 +103,10 @@
 //	                                             round trip
 //	then the queue stops growing (or is gone,    the rate returns to where it was before the trims
 //	  after a 429)                               over a round or two
+//	the round trips of the writes under way    keeps no more under way than carry the rate at
+//	                                             T x usual (n writes at a round trip u carry n/u
+//	                                             a second), at least one; a write overtaken by a
+//	                                             later one, or out for a round, no longer counts
 //	failures other than 429 to everything      is down: one probe per backoff step, sooner
 //	                                             with many events waiting (below); back,
 //	                                             goes on at its rate and burst
@@ -145,9 +149,13 @@
 // limits are made of (priority and fairness's seats per second, a token
 // bucket) and what a fleet must share: with writes of a few milliseconds a
 // concurrency limit of one is already hundreds of writes a second, too
-// coarse to divide a server among a hundred controllers. The window of
-// writes under way (at most Workers) is kept as a bound on the requests
-// one engine has out when the server stops answering.
+// coarse to divide a server among a hundred controllers. The writes under
+// way follow the rate: no more than carry it at T times the usual round
+// trip (one, at 50 writes/s and round trips under 10 ms), so that a server
+// that queues slows them at once, and a fleet whose demand steps up
+// together fills its queue with about one write each, not one per worker.
+// The window of writes under way (at most Workers) bounds the requests one
+// engine has out when the server stops answering.
 //
 // A key interval (the events package's series interval; none for core/v1
 // events) spaces the writes of each key: a hot

@@ -13,6 +13,7 @@ import (
 func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	en := t.en
 	en.busy = nil
+	s.done(t)
 	s.weigh(now, t.it)
 	v := vDone
 	switch r.out {
@@ -58,6 +59,21 @@ func (s *sched) answered(en *entry, written bool, sentAt, now time.Time) {
 	}
 	if s.pace.mayGrowWindow(now) { // one per success, slower after an outage
 		s.window = min(s.workers, s.window+1)
+	}
+}
+
+// done takes t off the writes under way.
+func (s *sched) done(t *task) {
+	if t.sentAt.After(s.lastSent) {
+		s.lastSent = t.sentAt
+	}
+	for i, b := range s.busy {
+		if b == t {
+			last := len(s.busy) - 1
+			s.busy[i], s.busy[last] = s.busy[last], nil
+			s.busy = s.busy[:last]
+			return
+		}
 	}
 }
 

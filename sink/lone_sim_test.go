@@ -230,19 +230,21 @@ func TestLoneEngineOutageDrain(t *testing.T) {
 }
 
 // A server that shows no load (flat latency, no 429) gets the configured
-// rate from the first instant: the burst at once, then QPS writes/s, with
-// no slow start.
+// rate from the first instant: the burst as fast as one write under way
+// carries it (one a round trip, 500 writes/s here, ten times QPS), then
+// QPS writes/s, with no slow start.
 func TestLoneEngineFlatServerGetsConfiguredRate(t *testing.T) {
 	const latency = 2 * time.Millisecond
 	r := simulateLone(loneConfig{events: 1000, latency: latency, end: 60 * time.Second,
 		answer: func(*task, time.Duration) result { return result{out: outWritten} }})
 	for i, at := range r.storedAt {
 		// The i-th write (from 0) comes no later than the configured
-		// bucket lets it or the workers can carry it (the window of writes
-		// under way starts at one and grows by one per success: three
-		// latencies to reach four), plus its latency and one interval.
+		// bucket lets it or the writes under way can carry it (one, once
+		// the usual round trip is known: the rate needs 0.4 at four
+		// round trips; see pacer.concurrency), plus its latency and one
+		// interval.
 		bucket := time.Duration(float64(max(0, i+1-defaultBurst)) / defaultQPS * float64(time.Second))
-		workers := time.Duration(i/defaultWorkers+3) * latency
+		workers := time.Duration(i+1) * latency
 		limit := max(bucket, workers) + latency + time.Second/defaultQPS
 		if at > limit {
 			t.Fatalf("write %d stored at %v, the configured rate allows it by %v", i, at, limit)

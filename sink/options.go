@@ -42,8 +42,11 @@ const (
 // turned off with a named value ([Unlimited], [NoWait]), not a negative
 // number.
 type Options struct {
-	// Workers is the number of goroutines writing to the sink. Default 4;
-	// at most 1024.
+	// Workers is the number of goroutines writing to the sink, and the
+	// most writes under way. While the rate has a limit, the engine keeps
+	// only as many under way as carry it at max(2, Workers) times the
+	// usual round trip, at least one: one at the default 50 writes/s and
+	// round trips under 10 ms. Default 4; at most 1024.
 	Workers int
 	// QPS and Burst size the engine's own token bucket, shared by all its
 	// requests (retries and probes included); a request that fails other

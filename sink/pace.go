@@ -44,6 +44,14 @@ import (
 //     that a fleet keeps without overflowing it (25 controllers with one
 //     write under way each and a queue of 40), or the jitter of a loaded
 //     machine, costs the fleet little.
+//   - Writes under way. While the rate has a limit and the usual round
+//     trip is known, the engine keeps no more writes under way than carry
+//     the rate at tolerance times the usual round trip, and at least one
+//     (Little's law; see concurrency): a server that queues slows the
+//     engine's writes with its round trips at once, not a round later,
+//     and a fleet whose demand steps up together adds about one write
+//     each to the server's queue, not one per worker. A write overtaken
+//     by a later one, or under way for a round, no longer counts.
 //   - Slow start. An engine that paused for a Retry-After resumes at
 //     restartRate·weight and gains slowStep·weight writes/s per success
 //     (doubling about every 0.7 s) up to the threshold.
@@ -408,6 +416,39 @@ func (p *pacer) latency(now, sentAt time.Time) {
 	}
 }
 
+// concurrency is the most writes under way the rate needs: what carries it
+// at the longest round trip the delay signal still calls calm (tolerance
+// times the usual one), and at least one. By Little's law n writes under
+// way at a round trip of u carry n/u writes/s, so the cap never holds the
+// rate back while the server does not queue, and once it queues past the
+// tolerance, the engine's writes slow with its round trips at once, not a
+// round later as the trims do: an engine keeps about one write in its
+// queue, not as many as it has workers. A fleet of engines whose demand
+// steps up together then adds one write each to the server's queue, where
+// four each overflowed a queue of 40 into 429s (TestFleetDemandStepIntoAQueue).
+// +Inf (no cap but Workers and the window) when the rate has no limit (a
+// lone engine with no write limit drains its backlog with every worker),
+// the usual round trip is not known yet, or the rate does not adapt.
+func (p *pacer) concurrency() float64 {
+	if !p.adaptive || math.IsInf(p.rate, 1) || math.IsInf(p.tolerance, 1) || p.rtt.usual <= 0 {
+		return math.Inf(1)
+	}
+	return math.Max(1, math.Floor(p.tolerance*p.rate*p.rtt.usual))
+}
+
+// straggling is how long a write may be under way and count against
+// concurrency once a write sent after it has been answered: tolerance
+// times the least round trip of the last rounds. Past it the write is a
+// straggler (a webhook slow in one namespace), as TCP's RACK marks a
+// segment lost when a later one is acknowledged and a reordering window
+// has passed. A write that nothing sent later has overtaken (in a FIFO
+// queue, none has) counts for a round, the engine's retransmission
+// timeout: a request that never answers holds the others back a round at
+// most.
+func (p *pacer) straggling() time.Duration {
+	return time.Duration(p.tolerance * p.rtt.recent() * float64(time.Second))
+}
+
 // queueing reads a queue at the server from the round trips of the
 // engine's stored writes. A server that queues the requests it cannot
 // serve yet (priority and fairness, a slow etcd) delays every request it
@@ -480,6 +521,22 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual, grow float
 		q.usualAt = now
 	}
 	return least, q.usual, q.grow, true
+}
+
+// recent is the least round trip of the current and the previous round,
+// or the usual one when neither has any.
+func (q *queueing) recent() float64 {
+	r := math.Inf(1)
+	if q.curN > 0 {
+		r = q.cur
+	}
+	if q.prevN > 0 {
+		r = math.Min(r, q.prev)
+	}
+	if math.IsInf(r, 1) {
+		return q.usual
+	}
+	return r
 }
 
 // pause stops the clock of the success rate while the server is seen

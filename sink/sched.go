@@ -51,8 +51,11 @@ type sched struct {
 	// then sends one request each until the server has answered, not a
 	// burst each.
 	window, workers int
-	// inFlight is the number of entries in stBusy.
+	// inFlight is the number of entries in stBusy, busy their writes.
 	inFlight int
+	busy     []*task
+	// lastSent is when the latest sent of the writes answered was sent.
+	lastSent time.Time
 
 	// queued[st] is the number of events (an item stands for item.n) in
 	// the queues of the entries in state st; queued[stNone] is zero.
@@ -237,6 +240,12 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		s.heldBack = true
 		return nil, wake
 	}
+	if c := s.pace.concurrency(); float64(s.inFlight) >= c {
+		if n, until := s.counted(now); float64(n) >= c {
+			s.heldBack = true
+			return nil, earliest(until, wake)
+		}
+	}
 	probe := false
 	if s.health.down {
 		if s.health.probing {
@@ -281,7 +290,27 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	t := &task{en: en, it: it, probe: probe, sentAt: now}
 	en.busy = t
 	s.move(en, stBusy, time.Time{})
+	s.busy = append(s.busy, t)
 	return t, time.Time{}
+}
+
+// counted returns how many of the writes under way count against the
+// pacer's concurrency now, and when the first of them stops counting: a
+// straggler does not (see pacer.straggling), so that one slow write holds
+// no one else back.
+func (s *sched) counted(now time.Time) (n int, until time.Time) {
+	late := s.pace.straggling()
+	for _, t := range s.busy {
+		d := round
+		if t.sentAt.Before(s.lastSent) {
+			d = min(late, round)
+		}
+		if at := t.sentAt.Add(d); at.After(now) {
+			n++
+			until = earliest(until, at)
+		}
+	}
+	return n, until
 }
 
 // probeEntry chooses the write that probes a server seen down: the oldest
@@ -379,6 +408,7 @@ func (s *sched) clear() {
 	s.ready, s.timed, s.held = nil, nil, nil
 	s.queued = [numStates]int64{}
 	s.pendingEvents, s.pendingWrites, s.inFlight = 0, 0, 0
+	s.busy = nil
 	s.sinceSum = 0
 }
 

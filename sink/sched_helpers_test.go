@@ -87,6 +87,14 @@ func (s *sched) check() error {
 		return fmt.Errorf("counts: queued %v want %v, events %d want %d, writes %d want %d, in flight %d want %d",
 			s.queued, queued, s.pendingEvents, events, s.pendingWrites, writes, s.inFlight, busy)
 	}
+	if len(s.busy) != s.inFlight {
+		return fmt.Errorf("%d writes under way listed, %d in flight", len(s.busy), s.inFlight)
+	}
+	for _, t := range s.busy {
+		if t.en.busy != t {
+			return fmt.Errorf("key %s: a write listed under way that is not its", t.en.key)
+		}
+	}
 	if math.Abs(sum-s.sinceSum) > 1e-6*math.Max(1, math.Abs(sum)) {
 		return fmt.Errorf("waiting total %v, want %v", s.sinceSum, sum)
 	}
