@@ -51,7 +51,8 @@ type sched struct {
 	// then sends one request each until the server has answered, not a
 	// burst each.
 	window, workers int
-	// inFlight is the number of entries in stBusy, busy their writes.
+	// inFlight is the number of entries in stBusy; busy holds their
+	// writes, in no order.
 	inFlight int
 	busy     []*task
 	// lastSent is when the latest sent of the writes answered was sent.
@@ -63,7 +64,7 @@ type sched struct {
 	queued        [numStates]int64
 	pendingEvents int64
 	pendingWrites int  // what MaxPending bounds
-	heldBack      bool // the last next() found ready writes but was held by health, window or rate
+	heldBack      bool // the last next() found ready writes but was held by health, window, writes under way or rate
 	// sinceSum is the sum over the queued items of n times since (in
 	// seconds after t0): with pendingEvents it gives the total waiting of
 	// the queued events, which weighs the adaptive rate.
