@@ -244,8 +244,8 @@ func TestLoneEngineFlatServerGetsConfiguredRate(t *testing.T) {
 		// round trips; see pacer.concurrency), plus its latency and one
 		// interval.
 		bucket := time.Duration(float64(max(0, i+1-defaultBurst)) / defaultQPS * float64(time.Second))
-		workers := time.Duration(i+1) * latency
-		limit := max(bucket, workers) + latency + time.Second/defaultQPS
+		underWay := time.Duration(i+1) * latency
+		limit := max(bucket, underWay) + latency + time.Second/defaultQPS
 		if at > limit {
 			t.Fatalf("write %d stored at %v, the configured rate allows it by %v", i, at, limit)
 		}

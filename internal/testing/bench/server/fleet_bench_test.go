@@ -108,7 +108,7 @@ func BenchmarkFleet(b *testing.B) {
 type fleetResult struct {
 	recorded, stored, lost, requestsDown, maxDownPerController, peak, peakRatio, tooMany, requests, writes float64
 	jain                                                                                                   float64
-	peakStored                                                                                             float64 // of the requests of the peak second (peakRatio's), those the model admitted, over the capacity
+	peakAdmitted                                                                                           float64 // of the requests of the peak second (peakRatio's), those the model admitted, over the capacity
 	rateCuts                                                                                               float64 // herald's Stats().RateCuts summed over the controllers (FleetAPF)
 	firstBatch, all                                                                                        float64 // seconds after the return; fleetMax if never
 }
@@ -121,7 +121,7 @@ func (r *fleetResult) add(o fleetResult) {
 	r.maxDownPerController += o.maxDownPerController
 	r.peak += o.peak
 	r.peakRatio += o.peakRatio
-	r.peakStored += o.peakStored
+	r.peakAdmitted += o.peakAdmitted
 	r.jain += o.jain
 	r.tooMany += o.tooMany
 	r.rateCuts += o.rateCuts
@@ -142,7 +142,7 @@ func (r fleetResult) report(b *testing.B, n int) {
 	// The real server's fleet (FleetAPF) counts neither.
 	if r.peakRatio > 0 {
 		b.ReportMetric(r.peakRatio/f, "peak-x-capacity")
-		b.ReportMetric(r.peakStored/f, "peak-admitted-x-capacity")
+		b.ReportMetric(r.peakAdmitted/f, "peak-admitted-x-capacity")
 	}
 	if r.jain > 0 {
 		b.ReportMetric(r.jain/f, "jain-early")
@@ -304,7 +304,7 @@ func runFleet(b *testing.B, model func(start time.Time, capacity float64) server
 		if sec >= int(fleetOutage/time.Second) {
 			c := api.model.CapacityAt(start.Add(time.Duration(sec)*time.Second + time.Second/2))
 			if ratio := float64(n) / c; ratio > r.peakRatio {
-				r.peakRatio, r.peakStored = ratio, float64(api.okPerSecond[sec])/c
+				r.peakRatio, r.peakAdmitted = ratio, float64(api.okPerSecond[sec])/c
 			}
 		}
 	}
