@@ -102,8 +102,8 @@ func TestSchedStragglerHoldsNoOneBack(t *testing.T) {
 	if third == nil {
 		t.Fatal("an overtaken write still holds the others back")
 	}
-	if s.inFlight != 2 {
-		t.Fatalf("%d writes under way, want 2", s.inFlight)
+	if len(s.busy) != 2 {
+		t.Fatalf("%d writes under way, want 2", len(s.busy))
 	}
 	if err := s.check(); err != nil {
 		t.Fatal(err)

@@ -192,7 +192,7 @@ func (s *sched) readyOutside(ns string) bool {
 
 // noteIdle records when the engine ran out of work.
 func (s *sched) noteIdle(now time.Time) {
-	if s.pendingWrites == 0 && s.inFlight == 0 {
+	if s.pendingWrites == 0 && len(s.busy) == 0 {
 		s.idleSince = now
 		s.sinceSum = 0 // nothing waits: no rounding left behind either
 	}

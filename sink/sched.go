@@ -51,10 +51,8 @@ type sched struct {
 	// then sends one request each until the server has answered, not a
 	// burst each.
 	window, workers int
-	// inFlight is the number of entries in stBusy; busy holds their
-	// writes, in no order.
-	inFlight int
-	busy     []*task
+	// busy holds the writes of the entries in stBusy, in no order.
+	busy []*task
 	// lastSent is when the latest sent of the writes answered was sent.
 	lastSent time.Time
 
@@ -109,8 +107,6 @@ func (s *sched) move(en *entry, to keyState, at time.Time) {
 		fallthrough
 	case stSpaced, stBackoff:
 		heap.Remove(&s.timed, en.tidx)
-	case stBusy:
-		s.inFlight--
 	}
 	q := queued(en)
 	s.queued[en.state] -= q
@@ -125,8 +121,6 @@ func (s *sched) move(en *entry, to keyState, at time.Time) {
 		s.seq++
 		en.order, en.seq = en.queue[0].since.UnixNano(), s.seq
 		heap.Push(&s.ready, en)
-	case stBusy:
-		s.inFlight++
 	case stHeld:
 		en.order = en.queue[0].since.UnixNano()
 		heap.Push(&s.held, en)
@@ -202,7 +196,7 @@ func (s *sched) add(key string, it *item, now time.Time) bool {
 	if s.pendingWrites >= s.maxPending {
 		return false
 	}
-	if s.pendingWrites == 0 && s.inFlight == 0 && !s.idleSince.IsZero() {
+	if s.pendingWrites == 0 && len(s.busy) == 0 && !s.idleSince.IsZero() {
 		// Work again after a quiet time: the rate restarts gently if the
 		// server was in trouble lately, weighed by this write alone.
 		s.weigh(now, it)
@@ -237,11 +231,11 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	if len(s.ready) == 0 {
 		return nil, wake
 	}
-	if s.inFlight >= s.window {
+	if len(s.busy) >= s.window {
 		s.heldBack = true
 		return nil, wake
 	}
-	if c := s.pace.concurrency(); float64(s.inFlight) >= c {
+	if c := s.pace.concurrency(); float64(len(s.busy)) >= c {
 		if n, until := s.counted(now); float64(n) >= c {
 			s.heldBack = true
 			return nil, earliest(until, wake)
@@ -408,7 +402,7 @@ func (s *sched) clear() {
 	clear(s.entries)
 	s.ready, s.timed, s.held = nil, nil, nil
 	s.queued = [numStates]int64{}
-	s.pendingEvents, s.pendingWrites, s.inFlight = 0, 0, 0
+	s.pendingEvents, s.pendingWrites = 0, 0
 	s.busy = nil
 	s.sinceSum = 0
 }
