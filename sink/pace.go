@@ -496,11 +496,8 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual, grow float
 	}
 	q.cur = math.Min(q.cur, rtt)
 	q.curN++
-	least, n := q.cur, q.curN
-	if q.prevN > 0 {
-		least, n = math.Min(least, q.prev), n+q.prevN
-	}
-	if n < q.need {
+	least = q.recent()
+	if q.curN+q.prevN < q.need {
 		return 0, 0, 0, false
 	}
 	if dt := now.Sub(q.refAt); q.refAt.IsZero() || dt >= round {
@@ -523,8 +520,9 @@ func (q *queueing) observe(now time.Time, rtt float64) (least, usual, grow float
 	return least, q.usual, q.grow, true
 }
 
-// recent is the least round trip of the current and the previous round,
-// or the usual one when neither has any.
+// recent is the least round trip of the current and the previous round
+// (the signal, once they hold need answers), or the usual one when neither
+// has any.
 func (q *queueing) recent() float64 {
 	r := math.Inf(1)
 	if q.curN > 0 {
