@@ -95,7 +95,8 @@ import (
 //
 // docs/measurements.md has what halving or doubling each constant below
 // does to the fleet's targets: with aimdAdd or waitUnit halved or doubled,
-// or maxWeight halved, most models miss one; the others have more room.
+// or maxWeight halved, most models miss a target; the others have more
+// room.
 const (
 	aimdCut     = 0.6  // multiplicative decrease (deeper than TCP CUBIC's 0.7: the share it applies to counts what was sent)
 	aimdAdd     = 0.5  // writes/s gained per second, times the weight^1.5
