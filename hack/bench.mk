@@ -10,8 +10,9 @@
 ## hundred controllers against one loopback Events API with an outage and a
 ## capacity, once per server model of internal/testing/bench/server/model.go
 ## (a per-second window, token buckets with a tenth and a whole second of
-## burst, priority and fairness's queue, max-in-flight, a capacity that
-## steps) and per latency (fixed, jittered; client-go with the fixed one);
+## burst, priority and fairness's queue, max-in-flight with latency that
+## grows with its load and with flat latency, a capacity that steps) and
+## per latency (fixed, jittered; client-go with the fixed one);
 ## and 25 controllers against the real kube-apiserver with priority and
 ## fairness set to one seat, coming back from an outage (FleetAPF) and
 ## stepping from 30% to 120% of the seat (FleetAPFRise), figures printed

@@ -392,16 +392,24 @@ func fleetScenario(opts Options) simConfig {
 // stored, at most 10 requests per engine while the server is down, 0.8
 // writes per request, a peak of 1.5 times the capacity, the first batch
 // within 12 s of the return) and a fair share (fairShare), or, on the
-// models of openTargets, the bounds given there. Over 12 seeds: at most
-// 6 requests per engine while down everywhere; writes per request
-// 0.83-0.84 (window), 0.82-0.83 (bucket), 0.85-0.86 (bucket-1s),
-// 0.83-0.85 (queue), 0.63-0.65 (inflight), 0.85-0.86 (steps; 0.81-0.82
-// before the delay signal, which reads the queue of the steps' and the
-// queue's server: 434-541 429s instead of 783-852 on steps); peak over
-// capacity 1.27-1.42, 1.26-1.44, 2.13-2.31, 1.27-1.38, 1.48-1.68,
-// 1.25-1.35; first batch 10.5-11.7 s, 11.0-11.96 s, 10.1-11.0 s,
-// 10.8-11.8 s, 14.3-17.3 s, 9.2-10.7 s after the return; Jain's index
-// 0.75-0.92. go test -run TestFleetSimulation -v -args
+// models of openTargets, the bounds given there. Over 12 seeds, at most 6
+// requests per engine while down everywhere, and per model the writes per
+// request, the peak over the capacity and the first batch after the
+// return:
+//
+//	window         0.83-0.84  1.27-1.42  10.5-11.7 s
+//	bucket         0.82-0.84  1.26-1.44  11.0-12.0 s
+//	bucket-1s      0.85-0.86  2.13-2.31  10.1-11.0 s
+//	queue          0.83-0.85  1.27-1.38  10.8-11.8 s
+//	inflight       0.82-0.83  1.26-1.35  11.0-11.9 s
+//	inflight-flat  0.63-0.65  1.48-1.68  14.3-17.3 s
+//	steps          0.85-0.86  1.25-1.35   9.2-10.7 s
+//
+// (steps 0.81-0.82 before the delay signal, which reads the queue of the
+// steps' and the queue's server: 434-541 429s instead of 783-852 on steps;
+// on inflight it changes nothing, 682-794 429s without it over 6 seeds:
+// the fleet comes back to a server its own writes fill before any engine
+// knows its usual round trip); Jain's index 0.75-0.92. go test -run TestFleetSimulation -v -args
 // -fleet.trace [-fleet.seed N] shows a run second by second, and the
 // engines still holding the first batch as the second arrives.
 func TestFleetSimulation(t *testing.T) {
@@ -495,8 +503,10 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // at once to a server showing no load can do. Holding every engine for the Retry-After of its first
 // 429 after the return (tried) left the peak at 2.14-2.33x.
 //
-// Max-in-flight refuses the fleet's simultaneous requests at once,
-// without latency growing first: 0.63-0.65 writes per request, peak
+// Max-in-flight with flat latency (inflight-flat; the inflight model's
+// latency grows with its load, as the API server's does, and is held to
+// fleetGoal) refuses the fleet's simultaneous requests at once, without
+// latency growing first: 0.63-0.65 writes per request, peak
 // 1.48-1.68x, first batch 14.3-17.3 s (12 seeds). On its 6 seats of
 // 20 ms the two targets cannot both be met by engines that do not
 // coordinate: their requests arrive about as a Poisson stream, which the
@@ -507,8 +517,8 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // outage's end; 12 s needs 250/s, at 0.57 writes per request at best.
 // Every other target is met on them.
 var openTargets = map[string]targets{
-	"bucket-1s": {ratio: 0.8, peak: 2.4, first: 12 * time.Second, admitted: true},
-	"inflight":  {ratio: 0.6, peak: 1.8, first: 18 * time.Second},
+	"bucket-1s":     {ratio: 0.8, peak: 2.4, first: 12 * time.Second, admitted: true},
+	"inflight-flat": {ratio: 0.6, peak: 1.8, first: 18 * time.Second},
 }
 
 // fleetTargets returns the targets that r misses: fleetGoal, or open's

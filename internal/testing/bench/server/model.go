@@ -19,9 +19,12 @@
 //     that each serve one request at a time, a bounded queue in front of
 //     them and a limit on the wait in it, so that latency grows before a
 //     429;
-//   - InFlight: a max-in-flight limit: each request holds one of a few
-//     slots for its service time, and a request that finds them all
-//     taken is refused at once;
+//   - InFlight: a max-in-flight limit: each request holds one of Limit
+//     slots until it leaves, and a request that finds them all taken is
+//     refused at once. NewInFlight's requests share the server's work, so
+//     that latency grows with the load before the limit refuses (the API
+//     server's CPU and etcd are shared so); NewFlatInFlight's are served
+//     in a fixed time, latency flat until it refuses (a loss system);
 //   - Steps: another model whose capacity changes at given times after
 //     the start (another tenant arrives, a replica goes);
 //   - Tenant: another model shared with a tenant whose requests arrive
@@ -91,6 +94,7 @@ var Models = []Spec{
 	{"bucket-1s", func(_ time.Time, c float64) API { return NewBurstBucket(c) }},
 	{"queue", func(_ time.Time, c float64) API { return NewQueue(c) }},
 	{"inflight", func(_ time.Time, c float64) API { return NewInFlight(c) }},
+	{"inflight-flat", func(_ time.Time, c float64) API { return NewFlatInFlight(c) }},
 	{"steps", func(start time.Time, c float64) API { return NewSteps(start, c, NewQueue(c), TenantAndReplica...) }},
 }
 
@@ -309,23 +313,47 @@ func (q *Queue) String() string {
 		q.Seats, q.Service, q.CapacityAt(time.Time{}), q.QueueLength, q.Wait, q.RetryAfter)
 }
 
-// InFlight serves at most Limit requests at a time, each for Service, and
-// answers a request that finds Limit under way 429 at once: the API
-// server's max-in-flight limit. Its capacity is Limit/Service; its latency
-// stays flat until it refuses.
+// InFlight serves at most Limit requests at a time and answers a request
+// that finds Limit under way 429 at once: the API server's max-in-flight
+// limit. Each request holds its slot until it leaves. With Work zero, each
+// is served for Service: latency stays flat until the server refuses, a
+// loss system (Erlang's B formula). With Work set, the server's work (its
+// CPU, etcd) is done in the order requests arrive, Work requests a second,
+// and a request leaves Service after it arrives or 1/Work after the one
+// before it, whichever is later: latency is flat while the server keeps
+// up, then grows with the requests under way until the limit refuses.
 type InFlight struct {
 	Limit      int
 	Service    time.Duration
+	Work       float64
 	RetryAfter time.Duration
+	Label      string // the Name; "inflight" when empty
 
-	busy  times // when each request under way leaves
+	busy  times     // when each request under way leaves
+	done  time.Time // when the last admitted request leaves (with Work)
 	clock monotonic
 }
 
-// NewInFlight returns an InFlight of capacity requests/s: 6 in flight,
-// each for 6/capacity, Retry-After one second.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// NewInFlight returns an InFlight that shares capacity requests/s of work
+// among at most 30 under way, each taking at least 10 ms: flat latency up
+// to 3 under way at 300/s, then growing to 100 ms at the limit, where it
+// refuses. The API server's default limit is 200 mutating requests; 30
+// makes it refuse while the fleet still has writes to send.
 func NewInFlight(capacity float64) *InFlight {
-	f := &InFlight{Limit: 6, RetryAfter: time.Second}
+	return &InFlight{Limit: 30, Service: 10 * time.Millisecond, Work: capacity, RetryAfter: time.Second}
+}
+
+// NewFlatInFlight returns an InFlight of capacity requests/s with flat
+// latency: 6 in flight, each for 6/capacity, Retry-After one second.
+func NewFlatInFlight(capacity float64) *InFlight {
+	f := &InFlight{Limit: 6, RetryAfter: time.Second, Label: "inflight-flat"}
 	f.SetCapacity(capacity)
 	return f
 }
@@ -336,14 +364,29 @@ func (f *InFlight) Serve(at time.Time) Answer {
 	if f.busy.Len() >= f.Limit {
 		return Answer{RetryAfter: f.RetryAfter, Leaves: at}
 	}
-	heap.Push(&f.busy, at.Add(f.Service))
-	return Answer{OK: true, Leaves: at.Add(f.Service)}
+	leaves := at.Add(f.Service)
+	if f.Work > 0 {
+		leaves = later(leaves, f.done.Add(time.Duration(float64(time.Second)/f.Work)))
+		f.done = leaves
+	}
+	heap.Push(&f.busy, leaves)
+	return Answer{OK: true, Leaves: leaves}
 }
 
-func (f *InFlight) CapacityAt(time.Time) float64 { return float64(f.Limit) / f.Service.Seconds() }
+func (f *InFlight) CapacityAt(time.Time) float64 {
+	c := float64(f.Limit) / f.Service.Seconds()
+	if f.Work > 0 {
+		c = min(c, f.Work)
+	}
+	return c
+}
 
-// SetCapacity changes the service time.
+// SetCapacity changes the work shared, or with none the service time.
 func (f *InFlight) SetCapacity(c float64) {
+	if f.Work > 0 {
+		f.Work = c
+		return
+	}
 	f.Service = serviceFor(f.Limit, c)
 }
 
@@ -353,11 +396,20 @@ func serviceFor(slots int, c float64) time.Duration {
 	return time.Duration(float64(slots) / c * float64(time.Second))
 }
 
-func (f *InFlight) Name() string { return "inflight" }
+func (f *InFlight) Name() string {
+	if f.Label != "" {
+		return f.Label
+	}
+	return "inflight"
+}
 
 func (f *InFlight) String() string {
-	return fmt.Sprintf("inflight: at most %d requests under way, %v each (%.0f requests/s), 429 Retry-After %v above",
-		f.Limit, f.Service, f.CapacityAt(time.Time{}), f.RetryAfter)
+	if f.Work > 0 {
+		return fmt.Sprintf("%s: at most %d requests under way, sharing %.0f requests/s of work, each at least %v (%v at the limit), 429 Retry-After %v above",
+			f.Name(), f.Limit, f.Work, f.Service, time.Duration(float64(f.Limit)/f.Work*float64(time.Second)), f.RetryAfter)
+	}
+	return fmt.Sprintf("%s: at most %d requests under way, %v each (%.0f requests/s), 429 Retry-After %v above",
+		f.Name(), f.Limit, f.Service, f.CapacityAt(time.Time{}), f.RetryAfter)
 }
 
 // Scalable is a model whose capacity can change.
