@@ -327,7 +327,6 @@ type InFlight struct {
 	Service    time.Duration
 	Work       float64
 	RetryAfter time.Duration
-	Label      string // the Name; "inflight" when empty
 
 	busy  times     // when each request under way leaves
 	done  time.Time // when the last admitted request leaves (with Work)
@@ -355,7 +354,7 @@ func NewInFlight(capacity float64) *InFlight {
 // NewFlatInFlight returns an InFlight of capacity requests/s with flat
 // latency: 6 in flight, each for 6/capacity, Retry-After one second.
 func NewFlatInFlight(capacity float64) *InFlight {
-	f := &InFlight{Limit: 6, RetryAfter: time.Second, Label: "inflight-flat"}
+	f := &InFlight{Limit: 6, RetryAfter: time.Second}
 	f.SetCapacity(capacity)
 	return f
 }
@@ -398,11 +397,12 @@ func serviceFor(slots int, c float64) time.Duration {
 	return time.Duration(float64(slots) / c * float64(time.Second))
 }
 
+// Name is "inflight" with Work, "inflight-flat" without.
 func (f *InFlight) Name() string {
-	if f.Label != "" {
-		return f.Label
+	if f.Work > 0 {
+		return "inflight"
 	}
-	return "inflight"
+	return "inflight-flat"
 }
 
 func (f *InFlight) String() string {
