@@ -30,14 +30,14 @@ import (
 // capacity is the seat's, measured first on this machine (riseCapacity);
 // riseFleet controllers (25, more on a machine whose seat is fast) record
 // riseLearnShare of it for riseLearn (the engines learn the usual round
-// trip), then riseShare of it for riseFor. Printed,
-// with no targets: herald at its defaults, with one write under way at a
-// time (client-go's writer sends one at a time, and 25 of them never fill
-// a queue of 40, nor n one of 1.6n), with the adaptive rate off, with its write limit off,
-// and client-go; the 429s,
-// herald's rate cuts (for 429s and trims for the delay signal) and
-// whether its first cut came while no 429 had, the median round trip of
-// the writes stored before and after the rise, and when all was stored.
+// trip), then riseShare of it for riseFor. Printed, with no targets:
+// herald at its defaults, with one write under way at a time (client-go's
+// writer sends one at a time, and 25 of them never fill a queue of 40,
+// nor n of them one of 1.6n), with the adaptive rate off, with its write
+// limit off, and client-go; the 429s, herald's rate cuts (for 429s and
+// trims for the delay signal) and whether its first cut came while no 429
+// had, the median round trip of the writes stored before and after the
+// rise, and when all was stored.
 const (
 	riseControllers = 25 // at least
 	// riseEach is the most writes/s one controller records after the
@@ -96,7 +96,7 @@ func BenchmarkFleetAPFRise(b *testing.B) {
 
 // riseFleet is how many controllers share the seat's capacity: 25, or as
 // many as keep each one's demand after the rise within riseEach writes/s.
-// The seat takes 580-2,400 writes/s from machine to machine and run to
+// The seat takes 580-2,600 writes/s from machine to machine and run to
 // run; at 25 controllers, past about 1,040 each would record past herald's
 // default write limit, which client-go's writer, with the clientset's limit
 // off as here, does not have, and the defaults would measure that limit
