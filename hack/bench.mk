@@ -15,8 +15,8 @@
 ## per latency (fixed, jittered; client-go with the fixed one);
 ## and 25 controllers against the real kube-apiserver with priority and
 ## fairness set to one seat, coming back from an outage (FleetAPF) and
-## stepping from 30% to 120% of the seat (FleetAPFRise), figures printed
-## only; `apiserver` is built first). The raw output goes to
+## stepping from 30% to 120% of the seat (FleetAPFRise; more controllers
+## and a longer queue on a fast seat), figures printed only; `apiserver` is built first). The raw output goes to
 ## $(BENCH_OUT), then internal/cmd/benchtable prints a markdown table of
 ## the ratios herald / client-go and of herald's targets, and one row per
 ## fleet run. About 35 minutes on a 2-core machine, 20 of them the fleet.

@@ -409,9 +409,10 @@ func fleetScenario(opts Options) simConfig {
 // steps' and the queue's server: 434-541 429s instead of 783-852 on steps;
 // on inflight it changes nothing, 682-794 429s without it over 6 seeds:
 // the fleet comes back to a server its own writes fill before any engine
-// knows its usual round trip); Jain's index 0.75-0.92. go test -run TestFleetSimulation -v -args
-// -fleet.trace [-fleet.seed N] shows a run second by second, and the
-// engines still holding the first batch as the second arrives.
+// knows its usual round trip); Jain's index 0.75-0.92.
+// go test -run TestFleetSimulation -v -args -fleet.trace [-fleet.seed N]
+// shows a run second by second, and the engines still holding the first
+// batch as the second arrives.
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
 		for _, lat := range simLatencies {

@@ -333,13 +333,6 @@ type InFlight struct {
 	clock monotonic
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // NewInFlight returns an InFlight that shares capacity requests/s of work
 // among at most 30 under way, each taking at least 10 ms: flat latency up
 // to 3 under way at 300/s, then growing to 100 ms at the limit, where it
@@ -367,7 +360,9 @@ func (f *InFlight) Serve(at time.Time) Answer {
 	}
 	leaves := at.Add(f.Service)
 	if f.Work > 0 {
-		leaves = later(leaves, f.done.Add(time.Duration(float64(time.Second)/f.Work)))
+		if next := f.done.Add(time.Duration(float64(time.Second) / f.Work)); next.After(leaves) {
+			leaves = next
+		}
 		f.done = leaves
 	}
 	heap.Push(&f.busy, leaves)
