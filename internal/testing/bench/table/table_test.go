@@ -202,3 +202,34 @@ BenchmarkDelivery/lone-outage-3s-503-1500-x5/impl=herald-2 	1	1 ns/op	0 lost	750
 		t.Errorf("missed %q", got)
 	}
 }
+
+// bucket-1s's peak may pass 1.5x only by what the server stored, with at
+// most 0.5x the capacity refused; inflight-flat is held to the bounds
+// Erlang's B formula leaves, and the goal holds on the other models.
+func TestFleetOpenModelTargets(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
+BenchmarkFleet/bucket-1s/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	2.2 peak-x-capacity	1.98 peak-admitted-x-capacity
+BenchmarkFleet/bucket-1s/latency=fixed/write-limit-off/impl=herald-2 	1	1 ns/op	2.2 peak-x-capacity	1.6 peak-admitted-x-capacity
+BenchmarkFleet/bucket-1s/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	1.7 peak-x-capacity	1.4 peak-admitted-x-capacity
+BenchmarkFleet/bucket-1s/latency=jittered/write-limit-off/impl=herald-2 	1	1 ns/op	1.45 peak-x-capacity
+BenchmarkFleet/bucket/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	1.6 peak-x-capacity	1.6 peak-admitted-x-capacity
+BenchmarkFleet/inflight-flat/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0.67 writes/request	1.6 peak-x-capacity	16 s-to-first-batch
+BenchmarkFleet/inflight-flat/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0.55 writes/request	1.9 peak-x-capacity	19 s-to-first-batch
+BenchmarkFleet/inflight/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0.67 writes/request	12.5 s-to-first-batch
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Fleet/bucket-1s/latency=fixed/write-limit-off peak-x-capacity, " +
+		"Fleet/bucket-1s/latency=jittered/defaults peak-x-capacity, " +
+		"Fleet/bucket/latency=fixed/defaults peak-x-capacity, " +
+		"Fleet/inflight-flat/latency=jittered/defaults peak-x-capacity, " +
+		"Fleet/inflight-flat/latency=jittered/defaults s-to-first-batch, " +
+		"Fleet/inflight-flat/latency=jittered/defaults writes/request, " +
+		"Fleet/inflight/latency=fixed/defaults s-to-first-batch, " +
+		"Fleet/inflight/latency=fixed/defaults writes/request"
+	if got := strings.Join(res.Missed(), ", "); got != want {
+		t.Errorf("missed\n%s\nwant\n%s", got, want)
+	}
+}

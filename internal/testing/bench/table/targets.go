@@ -47,6 +47,22 @@ func heraldAtMostPlus(unit string, v float64, other string) func(h, c map[string
 	return func(h, _ map[string]float64) bool { o, ok := h[other]; return ok && h[unit] <= v+o }
 }
 
+// peakPastOnlyByAdmitted checks a fleet's peak second against limit times
+// the capacity, counting past it only what the server refused: at most
+// limit-1 times the capacity refused, and what it stored alone past the
+// limit (a fleet that sent nothing the server refused would have passed
+// it too).
+func peakPastOnlyByAdmitted(limit float64) func(h, c map[string]float64) bool {
+	return func(h, _ map[string]float64) bool {
+		peak := h["peak-x-capacity"]
+		if peak <= limit {
+			return true
+		}
+		admitted, ok := h["peak-admitted-x-capacity"]
+		return ok && admitted > limit && peak-admitted <= limit-1
+	}
+}
+
 func heraldEqualsMetric(unit, other string) func(h, c map[string]float64) bool {
 	return func(h, _ map[string]float64) bool { _, ok := h[other]; return ok && h[unit] == h[other] }
 }
@@ -83,6 +99,22 @@ var Targets = []*Target{
 	// latency. The peak is over the capacity of its second. The
 	// real kube-apiserver's fleet (FleetAPF) has no targets: its figures
 	// are printed.
+	//
+	// Two models are held to their own bounds, as sink's
+	// TestFleetSimulation holds them (its openTargets, which gives the
+	// reasons; docs/measurements.md the figures). A token bucket with a
+	// second of burst admits about twice its capacity in the second after
+	// the return: its peak may pass 1.5x only by what the server stored,
+	// with at most 0.5x the capacity refused in that second. Max-in-flight
+	// whose latency stays flat (inflight-flat; inflight, whose latency
+	// grows with its load as the API server's does, is held to the goal)
+	// refuses as Erlang's B formula says, which no fleet of engines that
+	// do not coordinate can meet both goals on: it is held to the bounds
+	// it meets, so that a regression shows.
+	{Scenario: `^server/Fleet/bucket-1s/`, Metric: "peak-x-capacity", Desc: "herald ≤ 1.5, or past it only by what the server stored (≤ 0.5 refused)", Check: peakPastOnlyByAdmitted(1.5)},
+	{Scenario: `^server/Fleet/inflight-flat/`, Metric: "writes/request", Desc: "herald ≥ 0.6 (Erlang B: ≥ 0.8 is out of reach)", Check: func(h, _ map[string]float64) bool { return h["writes/request"] >= 0.6 }},
+	{Scenario: `^server/Fleet/inflight-flat/`, Metric: "peak-x-capacity", Desc: "herald ≤ 1.8 (Erlang B)", Check: heraldAtMost("peak-x-capacity", 1.8)},
+	{Scenario: `^server/Fleet/inflight-flat/`, Metric: "s-to-first-batch", Desc: "herald ≤ 18 (Erlang B: ≥ 14.7)", Check: heraldAtMost("s-to-first-batch", 18)},
 	{Scenario: `^server/Fleet/`, Metric: "stored", Desc: "herald = recorded", Check: heraldEqualsMetric("stored", "recorded")},
 	{Scenario: `^server/Fleet/`, Metric: "max-requests-down-per-controller", Desc: "herald ≤ 10", Check: heraldAtMost("max-requests-down-per-controller", 10)},
 	{Scenario: `^server/Fleet/`, Metric: "writes/request", Desc: "herald ≥ 0.8", Check: func(h, _ map[string]float64) bool { return h["writes/request"] >= 0.8 }},
