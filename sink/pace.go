@@ -98,14 +98,44 @@ import (
 // or maxWeight halved, most models miss a target; the others have more
 // room.
 const (
-	aimdCut     = 0.6  // multiplicative decrease (deeper than TCP CUBIC's 0.7: the share it applies to counts what was sent)
-	aimdAdd     = 0.5  // writes/s gained per second, times the weight^1.5
-	aimdGrow    = 0.1  // and this fraction of the rate per second
-	restartRate = 2.0  // writes/s after a Retry-After pause or an idle period, times the weight
-	slowStep    = 1.0  // writes/s gained per success in slow start, times the weight
-	waitUnit    = 100  // event-seconds of waiting for a weight of 1
-	minWeight   = 0.25 // an engine whose events are all new
-	maxWeight   = 3.0
+	// aimdCut is the multiplicative decrease, deeper than TCP CUBIC's 0.7:
+	// the share it applies to counts what was sent.
+	aimdCut = 0.6
+	// aimdAdd is the additive increase, in writes/s per second, times the
+	// weight^1.5. It sets the share of a fleet's requests that are
+	// refused: an engine whose share is r writes/s meets about one 429 per
+	// cut and takes (1-aimdCut)·r/a seconds to regain it, growing by a
+	// (aimdAdd·weight^1.5 + aimdGrow·r), so about a/((1-aimdCut)·r²) of its
+	// requests are refused. At 0.5 that is a fifth for shares of 3 writes/s
+	// (100 controllers on 300 writes/s): the 0.8 writes per request of
+	// issue 25. A fleet with larger shares refuses less.
+	aimdAdd = 0.5
+	// aimdGrow is the proportional increase, a fraction of the rate per
+	// second: a lone engine regains a cut in ln(1/aimdCut)/aimdGrow, about
+	// 5 s at any rate, where aimdAdd alone would take 40 s at the default
+	// 50 writes/s. It adds aimdGrow/((1-aimdCut)·r) to the refused share
+	// above (8% at 3 writes/s).
+	aimdGrow = 0.1
+	// restartRate is the rate after a Retry-After pause or an idle period,
+	// in writes/s, times the weight: two writes in the first round, TCP's
+	// initial window for large segments (RFC 5681).
+	restartRate = 2.0
+	// slowStep is what slow start gains per success, in writes/s, times
+	// the weight: one per success, as TCP's slow start adds a segment per
+	// acknowledgment, so the rate doubles about every 0.7 s (ln 2 rounds).
+	slowStep = 1.0
+	// waitUnit is the waiting, in event-seconds, of a weight of 1: the 50
+	// events a second of the default limit brings, each waiting two
+	// rounds. The weights order the engines (each grows as weight^1.5 and
+	// takes a share about as weight^0.75), and minWeight to maxWeight spans
+	// shares of 1 to 6.4: old events go first, and new ones still get a
+	// sixth of an old one's share. But their scale is also the fleet's
+	// aggressiveness, which grows by the sum of its engines' growths, and
+	// the fleet's targets rest on it: waitUnit halved or doubled misses
+	// most of them (docs/measurements.md).
+	waitUnit  = 100
+	minWeight = 0.25 // an engine whose events are all new
+	maxWeight = 3.0
 	// minRate is the floor of the adaptive rate, in writes/s: an engine
 	// that is cut again and again still tries one write every two seconds.
 	minRate = 0.5
@@ -128,8 +158,14 @@ const (
 	// server's new normal).
 	disturbMemory = time.Minute
 	// returnFor is how long after the return from an outage the window
-	// grows by one per windowStep and a first 429 cuts to restartRate.
-	returnFor  = 2 * time.Second
+	// grows by one per windowStep and a first 429 cuts to restartRate: two
+	// rounds, one in which a fleet that comes back together meets its
+	// first 429s and one to wait out their Retry-After.
+	returnFor = 2 * time.Second
+	// windowStep: meanwhile the window reaches the default four workers
+	// within 75 ms of the return, so that a lone engine drains its backlog
+	// at once, but grows no faster than 40 a second, not by one per
+	// success. Halved or quadrupled, it still meets every fleet target.
 	windowStep = 25 * time.Millisecond
 	// rttTolerance is the least tolerance of the delay signal (see init
 	// and latency): a round trip twice the usual one, a wait as long as
