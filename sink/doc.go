@@ -132,8 +132,10 @@
 // that a fleet drains a shared backlog about oldest first. In-flight
 // writes are bounded by a window that starts at one and falls back to one
 // after a server-wide failure. Many engines writing to one server then
-// converge to its capacity instead of offering a multiple of it, and send
-// about one probe each per backoff step while it is down. An engine that
+// converge to its capacity instead of offering a multiple of it, where
+// each one's share is a few writes a second or more (with less, or with
+// large backlogs, the growth outruns the cuts: docs/measurements.md), and
+// send about one probe each per backoff step while it is down. An engine that
 // holds many events probes sooner than its backoff: after an outage of
 // length t, probes d apart cost about t/d requests over as much again and
 // make its n waiting events wait d/2 more each, and at 60 event-seconds a
