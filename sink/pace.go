@@ -281,9 +281,14 @@ func (p *pacer) reach() float64 {
 
 // setRate sets the rate to r, capped at the ceiling. With no ceiling, a
 // rate past the workers' reach is no limit again: the workers, not the
-// rate, hold the writes back there.
+// rate, hold the writes back there. But not within disturbMemory of a
+// 429: a refusal comes back at once, not at the usual round trip, so the
+// workers do not hold back what the server refuses, and a rate lifted
+// then would leave them free to send refused writes every round trip of a
+// refusal.
 func (p *pacer) setRate(r float64) {
-	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && r >= p.reach()) {
+	refusing := !p.refusedAt.IsZero() && p.last.Sub(p.refusedAt) < disturbMemory
+	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && !refusing && r >= p.reach()) {
 		r = p.ceiling
 	}
 	p.rate = r
