@@ -100,15 +100,11 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	switch w {
 	case byShedding:
 		// Not charged: load shedding never exhausts a key. The rate is
-		// cut (once per round), the other keys go on at that rate, and
-		// this one is held for the Retry-After. A key refused again
-		// after its Retry-After does not cut again: its refusals alone
-		// do not decide for the others. But one sent before its
-		// Retry-After ended (early) was the rate's choice, and its
-		// refusal cuts as a first one does: the rate is then what holds
-		// it back, or nothing would (with no write limit, a tight loop).
+		// cut (once per round, and only at the key's first refusal), the
+		// other keys go on at that rate, and this one is held for the
+		// Retry-After.
 		en.sheds++
-		if en.sheds == 1 || t.early {
+		if en.sheds == 1 {
 			s.pace.shed(now, t.sentAt, wait)
 		}
 		s.shedUntil = now.Add(max(wait, time.Second))

@@ -84,9 +84,6 @@ type task struct {
 	it     *item
 	probe  bool      // the one request allowed while the server is down
 	sentAt time.Time // when it was dispatched
-	// early: sent while its key was held by a Retry-After, because its
-	// event was older than every ready one (see sched.next).
-	early bool
 	// abandoned is set (under the engine's lock) by Stop when it gave up
 	// waiting for this write; the worker then accounts nothing.
 	abandoned bool

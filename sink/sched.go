@@ -266,17 +266,15 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 		s.health.probes++
 	}
 	var en *entry
-	early := false
 	switch {
 	case probe:
 		en = s.probeEntry()
 	case len(s.held) > 0 && s.held[0].order < s.ready[0].order:
 		// A key held by a Retry-After whose event is older than every
-		// ready one goes first: the server's load is the rate's business
-		// (a refusal of it cuts the rate as a first one does, see
-		// failed), and holding the key longer would only put younger
-		// events ahead of it.
-		en, early = s.held[0], true
+		// ready one goes first: the server's load is the rate's business,
+		// and holding the key longer would only put younger events ahead
+		// of it.
+		en = s.held[0]
 	default:
 		en = s.ready[0]
 	}
@@ -284,7 +282,7 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	s.dequeue(en, it)
 	en.queue[0] = nil
 	en.queue = en.queue[1:]
-	t := &task{en: en, it: it, probe: probe, sentAt: now, early: early}
+	t := &task{en: en, it: it, probe: probe, sentAt: now}
 	en.busy = t
 	s.move(en, stBusy, time.Time{})
 	s.busy = append(s.busy, t)

@@ -210,58 +210,6 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 	}
 }
 
-// A held key that goes first, before its Retry-After ends, is the rate's
-// choice: refused again, it cuts the rate (once per round) as a first
-// refusal does. Otherwise, with no write limit, nothing would pace it: an
-// old key refused again and again went before every younger one in a
-// tight loop (a fleet of 100 with 60 events each met 28,042 429s in one
-// second on the steps' server in TestFleetSimulation -fleet.batch=60).
-func TestSchedEarlyHeldKeyRefusedCuts(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := newTestSched(t, Options{QPS: Unlimited, MaxDelay: 20 * time.Second}, t0)
-	for i := range 40 { // a measured share of about 40 writes/s
-		at := t0.Add(time.Duration(i) * 25 * time.Millisecond)
-		s.add(fmt.Sprint("warm", i), schedItem(fmt.Sprint("w", i), at), at)
-		writeOK(t, s, at)
-	}
-	at := func(ms int) time.Time { return t0.Add(time.Second + time.Duration(ms)*time.Millisecond) }
-	s.add("old", schedItem("o", t0), at(0))
-	tk, _ := s.next(at(0))
-	s.finish(tk, testResult(outFailed, time.Second, true), at(0))
-	if s.pace.cuts != 1 || len(s.held) != 1 {
-		t.Fatalf("the first refusal: %d cuts, %d held", s.pace.cuts, len(s.held))
-	}
-	refuseEarly := func(young string, ms int) {
-		t.Helper()
-		s.add(young, schedItem(young, at(ms)), at(ms))
-		tk, _ := s.next(at(ms))
-		if tk == nil || tk.en.key != "old" || !tk.early {
-			t.Fatalf("at %dms: want the older held key early, got %+v", ms, tk)
-		}
-		s.finish(tk, testResult(outFailed, time.Second, true), at(ms))
-	}
-	refuseEarly("young1", 100) // within the round of the cut
-	if s.pace.cuts != 1 {
-		t.Fatalf("refused early within the round of the last cut: %d cuts, want 1", s.pace.cuts)
-	}
-	rate := s.pace.current(at(1050))
-	refuseEarly("young2", 1050) // a round after the cut, before its hold ends
-	if s.pace.cuts != 2 || s.pace.current(at(1050)) >= rate {
-		t.Fatalf("refused early a round after the cut: %d cuts, rate %v (was %v); want a second cut", s.pace.cuts, s.pace.current(at(1050)), rate)
-	}
-	// Refused again after its Retry-After, it does not cut: its own
-	// refusals do not decide for the others.
-	tk, _ = s.next(at(2100))
-	if tk == nil || tk.en.key != "old" || tk.early {
-		t.Fatalf("after its Retry-After: %+v", tk)
-	}
-	writeOK(t, s, at(2100)) // a younger key meanwhile: the server takes writes
-	s.finish(tk, testResult(outFailed, time.Second, true), at(2100))
-	if s.pace.cuts != 2 {
-		t.Fatalf("refused again after its Retry-After: %d cuts, want 2", s.pace.cuts)
-	}
-}
-
 // A Retry-After is honoured up to MaxDelay; a 429 without one while the
 // server accepts other writes is a limit of the key: it backs off alone,
 // charged a try, and the rate is not cut.
