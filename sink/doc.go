@@ -135,8 +135,8 @@
 // converge to its capacity instead of offering a multiple of it, where
 // each one's share is a few writes a second or more (with less, or with
 // large backlogs, the growth outruns the cuts: docs/measurements.md), and
-// send about one probe each per backoff step while it is down. An engine that
-// holds many events probes sooner than its backoff: after an outage of
+// send about one probe each per backoff step while it is down. An engine
+// that holds many events probes sooner than its backoff: after an outage of
 // length t, probes d apart cost about t/d requests over as much again and
 // make its n waiting events wait d/2 more each, and at 60 event-seconds a
 // request their sum is least at d = √(2·60·t/n), never below BaseDelay

@@ -412,7 +412,9 @@ func fleetScenario(opts Options) simConfig {
 // knows its usual round trip); Jain's index 0.75-0.92.
 // go test -run TestFleetSimulation -v -args -fleet.trace [-fleet.seed N]
 // shows a run second by second, and the engines still holding the first
-// batch as the second arrives.
+// batch as the second arrives; -fleet.engines, -fleet.batch, -fleet.outage
+// and -fleet.capacity run another workload (fleetWorkload), on which the
+// targets do not all hold yet (docs/measurements.md, "Other workloads").
 func TestFleetSimulation(t *testing.T) {
 	for _, m := range simModels {
 		for _, lat := range simLatencies {
