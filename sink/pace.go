@@ -287,11 +287,16 @@ func (p *pacer) reach() float64 {
 // then would leave them free to send refused writes every round trip of a
 // refusal.
 func (p *pacer) setRate(r float64) {
-	refusing := !p.refusedAt.IsZero() && p.last.Sub(p.refusedAt) < disturbMemory
-	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && !refusing && r >= p.reach()) {
+	if r >= p.ceiling || (math.IsInf(p.ceiling, 1) && !p.refusedWithin(p.last) && r >= p.reach()) {
 		r = p.ceiling
 	}
 	p.rate = r
+}
+
+// refusedWithin reports whether the server refused a write (a 429) within
+// disturbMemory before now.
+func (p *pacer) refusedWithin(now time.Time) bool {
+	return !p.refusedAt.IsZero() && now.Sub(p.refusedAt) <= disturbMemory
 }
 
 // bucket is the burst at the current rate: the configured burst at the
@@ -436,7 +441,7 @@ func (p *pacer) latency(now, sentAt time.Time) {
 	if !ok || !p.adaptive {
 		return
 	}
-	byGrowth := p.refusedAt.IsZero() || now.Sub(p.refusedAt) > disturbMemory
+	byGrowth := !p.refusedWithin(now)
 	queue := least > p.tolerance*usual
 	past := grow - usual/round.Seconds() // the growth past one usual round trip a round
 	if calm := !queue || (byGrowth && past <= 0); calm != p.calm {

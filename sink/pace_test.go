@@ -456,43 +456,56 @@ func TestQueueingClockSetBack(t *testing.T) {
 // With no write limit, a rate cut by a 429 grows back while it holds the
 // writes back, and is no limit again once it passes what the workers can
 // send at the usual round trip (4 workers, 2 ms: 2,000 writes/s), not
-// before, and not within disturbMemory of the 429: a refusal comes back
-// at once, so the workers would not hold back the refused writes.
+// before; and not within disturbMemory of the 429 (a refusal comes back at
+// once, so the workers would not hold back the refused writes), though
+// the rate grows past the reach meanwhile.
 func TestPacerUnlimitedAgainPastTheWorkersReach(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const rtt = 2 * time.Millisecond
 	reach := float64(defaultWorkers) / rtt.Seconds()
-	var p pacer
-	p.init(0, 100, defaultWorkers, true, t0)
-	write := func(now time.Time) {
-		p.success(now)
-		p.latency(now, now.Add(-rtt))
-	}
-	for i := range 50 {
-		write(t0.Add(time.Duration(i) * time.Millisecond))
-	}
-	cut := t0.Add(time.Second)
-	p.shed(cut, cut, time.Second)
-	if math.IsInf(p.rate, 1) || p.rate >= reach {
-		t.Fatalf("after a 429: rate %v, want a limit below %v", p.rate, reach)
-	}
-	var most float64
-	for ms := 1; ms <= 200_000; ms++ {
-		now := cut.Add(time.Duration(ms) * time.Millisecond)
-		for p.take(now) == 0 && !math.IsInf(p.rate, 1) {
-			write(now)
-		}
-		if math.IsInf(p.rate, 1) {
-			if now.Sub(cut) < disturbMemory {
-				t.Fatalf("no limit again %v after a 429 (rate %.0f), want a limit for %v", now.Sub(cut), most, disturbMemory)
+	for _, tc := range []struct {
+		name string
+		idle time.Duration // after the cut, before the writes resume
+	}{
+		{"writing-on", 0},
+		{"after-disturbMemory", disturbMemory + time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pacer
+			p.init(0, 100, defaultWorkers, true, t0)
+			write := func(now time.Time) {
+				p.success(now)
+				p.latency(now, now.Add(-rtt))
 			}
-			if most < 0.9*reach || (now.Sub(cut) > disturbMemory+time.Millisecond && most > reach) {
-				t.Fatalf("no limit again at %v after the cut with the rate at %.0f, want it unlimited once past %.0f and %v", now.Sub(cut), most, reach, disturbMemory)
+			for i := range 50 {
+				write(t0.Add(time.Duration(i) * time.Millisecond))
 			}
-			t.Logf("no limit again %v after the cut", now.Sub(cut))
-			return
-		}
-		most = math.Max(most, p.rate)
+			cut := t0.Add(time.Second)
+			p.shed(cut, cut, time.Second)
+			if math.IsInf(p.rate, 1) || p.rate >= reach {
+				t.Fatalf("after a 429: rate %v, want a limit below %v", p.rate, reach)
+			}
+			var most float64
+			for ms := 1; ms <= 200_000; ms++ {
+				now := cut.Add(tc.idle + time.Duration(ms)*time.Millisecond)
+				for p.take(now) == 0 && !math.IsInf(p.rate, 1) {
+					write(now)
+				}
+				if math.IsInf(p.rate, 1) {
+					switch {
+					case now.Sub(cut) <= disturbMemory:
+						t.Fatalf("no limit again %v after a 429 (rate %.0f), want a limit for %v", now.Sub(cut), most, disturbMemory)
+					case tc.idle == 0 && most <= reach:
+						t.Fatalf("no limit again at %v with the rate at %.0f: it never passed the reach (%.0f) while the 429 held it", now.Sub(cut), most, reach)
+					case tc.idle > 0 && (most < 0.9*reach || most > reach):
+						t.Fatalf("no limit again at %v after the cut with the rate at %.0f, want it unlimited once past %.0f", now.Sub(cut), most, reach)
+					}
+					t.Logf("no limit again %v after the cut, the rate at %.0f", now.Sub(cut), most)
+					return
+				}
+				most = math.Max(most, p.rate)
+			}
+			t.Fatalf("the rate is still a limit (%.0f) 200 s after the writes resumed", p.rate)
+		})
 	}
-	t.Fatalf("the rate is still a limit (%.0f) 200 s after the cut", p.rate)
 }
