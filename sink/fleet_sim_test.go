@@ -415,7 +415,11 @@ func fleetScenario(opts Options) simConfig {
 // batch as the second arrives; -fleet.engines, -fleet.batch, -fleet.outage
 // and -fleet.capacity run another workload (fleetWorkload), on which the
 // targets do not all hold yet (docs/measurements.md, "Other workloads").
+// Its last line (fleetSpread) sums up a workload; make fleet-workloads
+// prints it for each.
 func TestFleetSimulation(t *testing.T) {
+	var sum fleetSpread
+	defer func() { t.Log(sum.String()) }()
 	for _, m := range simModels {
 		for _, lat := range simLatencies {
 			for _, tc := range []struct {
@@ -425,7 +429,8 @@ func TestFleetSimulation(t *testing.T) {
 				{"defaults", Options{}},
 				{"no-write-limit", Options{QPS: Unlimited}},
 			} {
-				t.Run(m.Name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
+				sum.cases++
+				ok := t.Run(m.Name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
 					for seed := uint64(1); seed <= uint64(*fleetSeeds); seed++ {
 						cfg := fleetScenario(tc.opts)
 						later := fleetWorkload(&cfg)
@@ -445,14 +450,53 @@ func TestFleetSimulation(t *testing.T) {
 							goal = fleetGoal
 						}
 						goal.first += later
+						if _, open := openTargets[m.Name]; !open {
+							sum.target = goal.first
+							sum.add(r)
+						}
 						for _, miss := range fleetTargets(r, goal) {
 							t.Error(miss)
 						}
 					}
 				})
+				if !ok {
+					sum.failed++
+				}
 			}
 		}
 	}
+}
+
+// fleetSpread is what TestFleetSimulation logs last: the range of each
+// figure over the runs on the models held to fleetGoal, and the cases that
+// failed of all, one line for a workload (make fleet-workloads).
+type fleetSpread struct {
+	runs, cases, failed int
+	ratio, peak, first  [2]float64
+	refused             [2]int
+	target              time.Duration
+}
+
+func (f *fleetSpread) add(r simResult) {
+	widen := func(s *[2]float64, v float64) {
+		if f.runs == 0 {
+			*s = [2]float64{v, v}
+		}
+		s[0], s[1] = min(s[0], v), max(s[1], v)
+	}
+	widen(&f.ratio, float64(r.writes)/float64(max(r.requests, 1)))
+	widen(&f.peak, r.peakRatio)
+	widen(&f.first, r.firstBatchStored.Seconds())
+	if f.runs == 0 {
+		f.refused = [2]int{r.tooMany, r.tooMany}
+	}
+	f.refused[0], f.refused[1] = min(f.refused[0], r.tooMany), max(f.refused[1], r.tooMany)
+	f.runs++
+}
+
+func (f fleetSpread) String() string {
+	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs (target %.1fs); cases failed: %d of %d",
+		f.runs, f.ratio[0], f.ratio[1], f.refused[0], f.refused[1], f.peak[0], f.peak[1], f.first[0], f.first[1], f.target.Seconds(), f.failed, f.cases)
 }
 
 // simLatencies are the latencies of the simulated requests: 2 ms, and 2 ms

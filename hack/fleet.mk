@@ -1,0 +1,23 @@
+## fleet-workloads: the fleet's simulation (sink's TestFleetSimulation,
+## every server model, both latencies, at the defaults and with no write
+## limit) on issue 13's workload and on others, one factor changed at a
+## time, a line each: the ranges over the models held to the goal and the
+## cases failed. The targets are met on issue 13's workload; on the others
+## they do not all hold yet (docs/measurements.md, "Other workloads"), so
+## this prints, and fails only if the simulation does not run.
+## FLEET_SEEDS seeds per case; FLEET_WORKLOADS, name:flags with commas
+## between the flags (sink's -fleet.* flags).
+FLEET_SEEDS ?= 6
+FLEET_WORKLOADS ?= issue13: batch10:-fleet.batch=10 batch60:-fleet.batch=60 \
+  batch100:-fleet.batch=100 outage2s:-fleet.outage=2s outage15s:-fleet.outage=15s \
+  engines30:-fleet.engines=30,-fleet.capacity=90 engines300:-fleet.engines=300,-fleet.capacity=900 \
+  capacity150:-fleet.capacity=150 capacity100:-fleet.capacity=100 capacity1000:-fleet.capacity=1000
+.PHONY: fleet-workloads
+fleet-workloads:
+	@bin=$$(mktemp -d)/sink.test && $(GO) test -c -o $$bin ./sink && \
+	for w in $(FLEET_WORKLOADS); do \
+	  out=$$(cd sink && $$bin -test.run '^TestFleetSimulation$$' -test.v -test.count 1 \
+	    -fleet.seeds $(FLEET_SEEDS) $$(echo $${w#*:} | tr , ' ') 2>&1 | grep -o 'over [0-9]* runs.*'); \
+	  [ -n "$$out" ] || { echo "$${w%%:*}: the simulation did not run"; exit 1; }; \
+	  printf '%-13s %s\n' "$${w%%:*}" "$$out"; \
+	done; rm -rf $$(dirname $$bin)
