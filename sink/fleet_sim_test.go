@@ -472,31 +472,47 @@ func TestFleetSimulation(t *testing.T) {
 // failed of all, one line for a workload (make fleet-workloads).
 type fleetSpread struct {
 	runs, cases, failed int
-	ratio, peak, first  [2]float64
-	refused             [2]int
+	ratio, peak, first  span[float64]
+	refused             span[int]
+	unstored            int // runs that never stored their first batch (not in first)
 	target              time.Duration
 }
 
 func (f *fleetSpread) add(r simResult) {
-	widen := func(s *[2]float64, v float64) {
-		if f.runs == 0 {
-			*s = [2]float64{v, v}
-		}
-		s[0], s[1] = min(s[0], v), max(s[1], v)
-	}
-	widen(&f.ratio, float64(r.writes)/float64(max(r.requests, 1)))
-	widen(&f.peak, r.peakRatio)
-	widen(&f.first, r.firstBatchStored.Seconds())
-	if f.runs == 0 {
-		f.refused = [2]int{r.tooMany, r.tooMany}
-	}
-	f.refused[0], f.refused[1] = min(f.refused[0], r.tooMany), max(f.refused[1], r.tooMany)
 	f.runs++
+	f.ratio.add(float64(r.writes) / float64(max(r.requests, 1)))
+	f.peak.add(r.peakRatio)
+	f.refused.add(r.tooMany)
+	if r.firstBatchStored < 0 {
+		f.unstored++
+		return
+	}
+	f.first.add(r.firstBatchStored.Seconds())
 }
 
 func (f fleetSpread) String() string {
-	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs (target %.1fs); cases failed: %d of %d",
-		f.runs, f.ratio[0], f.ratio[1], f.refused[0], f.refused[1], f.peak[0], f.peak[1], f.first[0], f.first[1], f.target.Seconds(), f.failed, f.cases)
+	never := ""
+	if f.unstored > 0 {
+		never = fmt.Sprintf(", never in %d runs", f.unstored)
+	}
+	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs); cases failed: %d of %d",
+		f.runs, f.ratio.lo, f.ratio.hi, f.refused.lo, f.refused.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.failed, f.cases)
+}
+
+// span is the least and the most of the values added (zero: none yet).
+type span[T int | float64] struct {
+	lo, hi T
+	n      int
+}
+
+func (s *span[T]) add(v T) {
+	if s.n == 0 || v < s.lo {
+		s.lo = v
+	}
+	if s.n == 0 || v > s.hi {
+		s.hi = v
+	}
+	s.n++
 }
 
 // simLatencies are the latencies of the simulated requests: 2 ms, and 2 ms
@@ -846,3 +862,18 @@ func TestFleetDemandStepIntoAQueue(t *testing.T) {
 // readNoLatency makes an engine read 429s only: its delay signal never
 // passes the tolerance.
 func readNoLatency(s *sched) { s.pace.tolerance = math.Inf(1) }
+
+// TestFleetSpread checks the line make fleet-workloads prints: ranges over
+// the runs added, and a run that never stored its first batch counted
+// apart instead of as a time.
+func TestFleetSpread(t *testing.T) {
+	var f fleetSpread
+	f.cases, f.failed, f.target = 2, 1, 12*time.Second
+	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second})
+	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond})
+	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1})
+	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s); cases failed: 1 of 2"
+	if got := f.String(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
