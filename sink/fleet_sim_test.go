@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,11 +61,12 @@ type simResult struct {
 	stored, recorded        int
 	requestsDown            []int // per engine, during the outage
 	maxDown                 int
-	peak                    int     // most requests in one second after the outage
-	peakRatio               float64 // most requests in one second over the capacity of that second
-	peakStored              int     // of the requests of that second, those the server stored
-	peakCapacity            float64 // the capacity of that second
-	jain                    float64 // Jain's index of the engines' admitted requests in the first earlyFor after the return
+	peak                    int        // most requests in one second after the outage
+	peakRatio               float64    // most requests in one second over the capacity of that second
+	peakStored              int        // of the requests of that second, those the server stored
+	peakCapacity            float64    // the capacity of that second
+	jain                    float64    // Jain's index of the engines' admitted requests in the first earlyFor after the return
+	refused                 [3]float64 // the 10th, 50th and 90th percentiles over the engines of the share of their requests refused (429) from the return to the second batch
 	tooMany, failed, writes int
 	requests                int
 	firstBatchStored        time.Duration // after the server's return; -1 if never
@@ -75,8 +77,8 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds())
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f",
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2])
 }
 
 type simEvent struct {
@@ -148,6 +150,8 @@ func simulate(cfg simConfig) simResult {
 	firstLeft := cfg.engines * cfg.batch
 	perSecond := make([]int, int(cfg.end/time.Second)+1)
 	early := make([]int, cfg.engines) // admitted requests sent in the first earlyFor after the return
+	// each engine's requests and 429s sent from the return to the second batch
+	sentBy, refusedBy := make([]int, cfg.engines), make([]int, cfg.engines)
 
 	add := func(i, from, n int, now time.Duration) {
 		e := engines[i]
@@ -246,6 +250,12 @@ func simulate(cfg simConfig) simResult {
 			var ra time.Duration
 			var over bool
 			sent := sentAt
+			if sent >= cfg.outage && sent < cfg.secondAt {
+				sentBy[ev.eng]++
+				if !ev.ans.OK {
+					refusedBy[ev.eng]++
+				}
+			}
 			if sent < cfg.outage {
 				out = outFailed
 				res.failed++
@@ -335,8 +345,28 @@ func simulate(cfg simConfig) simResult {
 		}
 	}
 	res.jain = jainIndex(early)
+	res.refused = refusedShares(sentBy, refusedBy)
 	res.perSecond = perSecond
 	return res
+}
+
+// refusedShares returns the 10th, 50th and 90th percentiles of refused[i] /
+// sent[i] over the engines that sent anything: whether the share of
+// requests refused is one figure for a fleet (a price every engine reads
+// alike) or differs from engine to engine.
+func refusedShares(sent, refused []int) [3]float64 {
+	var f []float64
+	for i, n := range sent {
+		if n > 0 {
+			f = append(f, float64(refused[i])/float64(n))
+		}
+	}
+	if len(f) == 0 {
+		return [3]float64{}
+	}
+	slices.Sort(f)
+	at := func(q float64) float64 { return f[int(math.Ceil(q*float64(len(f))))-1] } // nearest rank
+	return [3]float64{at(0.1), at(0.5), at(0.9)}
 }
 
 // firstBatchHeld is the number of events added before second that s holds
@@ -473,6 +503,7 @@ func TestFleetSimulation(t *testing.T) {
 type fleetSpread struct {
 	runs, cases, failed int
 	ratio, peak, first  span[float64]
+	low, high           span[float64] // the engines' refused share, 10th and 90th percentiles
 	refused             span[int]
 	unstored            int // runs that never stored their first batch (not in first)
 	target              time.Duration
@@ -483,6 +514,8 @@ func (f *fleetSpread) add(r simResult) {
 	f.ratio.add(float64(r.writes) / float64(max(r.requests, 1)))
 	f.peak.add(r.peakRatio)
 	f.refused.add(r.tooMany)
+	f.low.add(r.refused[0])
+	f.high.add(r.refused[2])
 	if r.firstBatchStored < 0 {
 		f.unstored++
 		return
@@ -495,8 +528,8 @@ func (f fleetSpread) String() string {
 	if f.unstored > 0 {
 		never = fmt.Sprintf(", never in %d runs", f.unstored)
 	}
-	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs); cases failed: %d of %d",
-		f.runs, f.ratio.lo, f.ratio.hi, f.refused.lo, f.refused.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.failed, f.cases)
+	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs), engines' refused share p10 %.2f-%.2f, p90 %.2f-%.2f; cases failed: %d of %d",
+		f.runs, f.ratio.lo, f.ratio.hi, f.refused.lo, f.refused.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.low.lo, f.low.hi, f.high.lo, f.high.hi, f.failed, f.cases)
 }
 
 // span is the least and the most of the values added (zero: none yet).
@@ -867,12 +900,15 @@ func readNoLatency(s *sched) { s.pace.tolerance = math.Inf(1) }
 // the runs added, and a run that never stored its first batch counted
 // apart instead of as a time.
 func TestFleetSpread(t *testing.T) {
+	if got, want := refusedShares([]int{10, 10, 0, 10, 10, 10, 10, 10, 10, 10, 10}, []int{0, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9}), [3]float64{0, 0.4, 0.8}; got != want { // nearest rank of ten, the engine that sent nothing left out
+		t.Errorf("refusedShares = %v, want %v", got, want)
+	}
 	var f fleetSpread
 	f.cases, f.failed, f.target = 2, 1, 12*time.Second
-	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second})
-	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond})
-	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1})
-	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s); cases failed: 1 of 2"
+	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second, refused: [3]float64{0.1, 0.2, 0.3}})
+	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond, refused: [3]float64{0, 0.1, 0.2}})
+	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1, refused: [3]float64{0.4, 0.5, 0.7}})
+	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s), engines' refused share p10 0.00-0.40, p90 0.20-0.70; cases failed: 1 of 2"
 	if got := f.String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
