@@ -14,10 +14,11 @@ FLEET_WORKLOADS ?= issue13: batch10:-fleet.batch=10 batch60:-fleet.batch=60 \
   capacity150:-fleet.capacity=150 capacity100:-fleet.capacity=100 capacity1000:-fleet.capacity=1000
 .PHONY: fleet-workloads
 fleet-workloads:
-	@bin=$$(mktemp -d)/sink.test && $(GO) test -c -o $$bin ./sink && \
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && bin=$$dir/sink.test && \
+	$(GO) test -c -o $$bin ./sink && \
 	for w in $(FLEET_WORKLOADS); do \
 	  out=$$(cd sink && $$bin -test.run '^TestFleetSimulation$$' -test.v -test.count 1 \
 	    -fleet.seeds $(FLEET_SEEDS) $$(echo $${w#*:} | tr , ' ') 2>&1 | grep -o 'over [0-9]* runs.*'); \
 	  [ -n "$$out" ] || { echo "$${w%%:*}: the simulation did not run"; exit 1; }; \
 	  printf '%-13s %s\n' "$${w%%:*}" "$$out"; \
-	done; rm -rf $$(dirname $$bin)
+	done
