@@ -503,6 +503,7 @@ func TestFleetSimulation(t *testing.T) {
 type fleetSpread struct {
 	runs, cases, failed int
 	ratio, peak, first  span[float64]
+	all                 span[float64] // seconds from the return to the last event stored (runs that stored it)
 	low, high           span[float64] // the engines' refused share, 10th and 90th percentiles
 	tooMany             span[int]     // 429s
 	unstored            int           // runs that never stored their first batch (not in first)
@@ -516,6 +517,9 @@ func (f *fleetSpread) add(r simResult) {
 	f.tooMany.add(r.tooMany)
 	f.low.add(r.refused[0])
 	f.high.add(r.refused[2])
+	if r.allStored >= 0 {
+		f.all.add(r.allStored.Seconds())
+	}
 	if r.firstBatchStored < 0 {
 		f.unstored++
 		return
@@ -528,8 +532,8 @@ func (f fleetSpread) String() string {
 	if f.unstored > 0 {
 		never = fmt.Sprintf(", never in %d runs", f.unstored)
 	}
-	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs), engines' refused share p10 %.2f-%.2f, p90 %.2f-%.2f; cases failed: %d of %d",
-		f.runs, f.ratio.lo, f.ratio.hi, f.tooMany.lo, f.tooMany.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.low.lo, f.low.hi, f.high.lo, f.high.hi, f.failed, f.cases)
+	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs), all stored %.1f-%.1fs, engines' refused share p10 %.2f-%.2f, p90 %.2f-%.2f; cases failed: %d of %d",
+		f.runs, f.ratio.lo, f.ratio.hi, f.tooMany.lo, f.tooMany.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.all.lo, f.all.hi, f.low.lo, f.low.hi, f.high.lo, f.high.hi, f.failed, f.cases)
 }
 
 // span is the least and the most of the values added (zero: none yet).
@@ -905,10 +909,10 @@ func TestFleetSpread(t *testing.T) {
 	}
 	var f fleetSpread
 	f.cases, f.failed, f.target = 2, 1, 12*time.Second
-	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second, refused: [3]float64{0.1, 0.2, 0.3}})
-	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond, refused: [3]float64{0, 0.1, 0.2}})
-	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1, refused: [3]float64{0.4, 0.5, 0.7}})
-	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s), engines' refused share p10 0.00-0.40, p90 0.20-0.70; cases failed: 1 of 2"
+	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second, allStored: 22 * time.Second, refused: [3]float64{0.1, 0.2, 0.3}})
+	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond, allStored: 20500 * time.Millisecond, refused: [3]float64{0, 0.1, 0.2}})
+	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1, allStored: -1, refused: [3]float64{0.4, 0.5, 0.7}})
+	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s), all stored 20.5-22.0s, engines' refused share p10 0.00-0.40, p90 0.20-0.70; cases failed: 1 of 2"
 	if got := f.String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
