@@ -69,6 +69,7 @@ type simResult struct {
 	refused                 [3]float64 // the 10th, 50th and 90th percentiles over the engines of the share of their requests refused (429) from the return to the second batch
 	tooMany, failed, writes int
 	requests                int
+	perCut                  float64       // 429s over the rate cuts of all engines (the law's model: about one)
 	firstBatchStored        time.Duration // after the server's return; -1 if never
 	allStored               time.Duration
 	firstTooMany, firstTrim time.Duration // the first 429, the first trim for latency; -1 if none
@@ -77,8 +78,8 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2])
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f, 429s per cut %.2f",
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2], r.perCut)
 }
 
 type simEvent struct {
@@ -346,6 +347,11 @@ func simulate(cfg simConfig) simResult {
 	}
 	res.jain = jainIndex(early)
 	res.refused = refusedShares(sentBy, refusedBy)
+	var cuts int64
+	for _, e := range engines {
+		cuts += e.s.pace.cuts
+	}
+	res.perCut = float64(res.tooMany) / float64(max(cuts, 1))
 	res.perSecond = perSecond
 	return res
 }
@@ -504,6 +510,7 @@ type fleetSpread struct {
 	runs, cases, failed int
 	ratio, peak, first  span[float64]
 	all                 span[float64] // seconds from the return to the last event stored (runs that stored it)
+	perCut              span[float64] // 429s per rate cut
 	low, high           span[float64] // the engines' refused share, 10th and 90th percentiles
 	tooMany             span[int]     // 429s
 	unstored            int           // runs that never stored their first batch (not in first)
@@ -517,6 +524,7 @@ func (f *fleetSpread) add(r simResult) {
 	f.tooMany.add(r.tooMany)
 	f.low.add(r.refused[0])
 	f.high.add(r.refused[2])
+	f.perCut.add(r.perCut)
 	if r.allStored >= 0 {
 		f.all.add(r.allStored.Seconds())
 	}
@@ -532,8 +540,8 @@ func (f fleetSpread) String() string {
 	if f.unstored > 0 {
 		never = fmt.Sprintf(", never in %d runs", f.unstored)
 	}
-	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs), all stored %.1f-%.1fs, engines' refused share p10 %.2f-%.2f, p90 %.2f-%.2f; cases failed: %d of %d",
-		f.runs, f.ratio.lo, f.ratio.hi, f.tooMany.lo, f.tooMany.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.all.lo, f.all.hi, f.low.lo, f.low.hi, f.high.lo, f.high.hi, f.failed, f.cases)
+	return fmt.Sprintf("over %d runs on the models held to the goal: writes/request %.3f-%.3f, 429 %d-%d, peak %.2f-%.2fx, first batch %.2f-%.2fs%s (target %.1fs), all stored %.1f-%.1fs, engines' refused share p10 %.2f-%.2f, p90 %.2f-%.2f, 429s per cut %.2f-%.2f; cases failed: %d of %d",
+		f.runs, f.ratio.lo, f.ratio.hi, f.tooMany.lo, f.tooMany.hi, f.peak.lo, f.peak.hi, f.first.lo, f.first.hi, never, f.target.Seconds(), f.all.lo, f.all.hi, f.low.lo, f.low.hi, f.high.lo, f.high.hi, f.perCut.lo, f.perCut.hi, f.failed, f.cases)
 }
 
 // span is the least and the most of the values added (zero: none yet).
@@ -909,10 +917,10 @@ func TestFleetSpread(t *testing.T) {
 	}
 	var f fleetSpread
 	f.cases, f.failed, f.target = 2, 1, 12*time.Second
-	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second, allStored: 22 * time.Second, refused: [3]float64{0.1, 0.2, 0.3}})
-	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond, allStored: 20500 * time.Millisecond, refused: [3]float64{0, 0.1, 0.2}})
-	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1, allStored: -1, refused: [3]float64{0.4, 0.5, 0.7}})
-	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s), all stored 20.5-22.0s, engines' refused share p10 0.00-0.40, p90 0.20-0.70; cases failed: 1 of 2"
+	f.add(simResult{writes: 80, requests: 100, tooMany: 20, peakRatio: 1.2, firstBatchStored: 11 * time.Second, allStored: 22 * time.Second, refused: [3]float64{0.1, 0.2, 0.3}, perCut: 1.2})
+	f.add(simResult{writes: 90, requests: 100, tooMany: 10, peakRatio: 1.4, firstBatchStored: 9500 * time.Millisecond, allStored: 20500 * time.Millisecond, refused: [3]float64{0, 0.1, 0.2}, perCut: 1.1})
+	f.add(simResult{writes: 50, requests: 100, tooMany: 50, peakRatio: 2, firstBatchStored: -1, allStored: -1, refused: [3]float64{0.4, 0.5, 0.7}, perCut: 4})
+	want := "over 3 runs on the models held to the goal: writes/request 0.500-0.900, 429 10-50, peak 1.20-2.00x, first batch 9.50-11.00s, never in 1 runs (target 12.0s), all stored 20.5-22.0s, engines' refused share p10 0.00-0.40, p90 0.20-0.70, 429s per cut 1.10-4.00; cases failed: 1 of 2"
 	if got := f.String(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
