@@ -93,7 +93,9 @@
 // Retry-After a 429 carries by default):
 //
 //	the server says                            the engine
-//	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round
+//	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round;
+//	                                             for a key refused again only once it has shed over
+//	                                             0.4 of the engine's requests in about a minute
 //	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
 //	round trips of the last 1-2 s all past     trims the rate, never below 0.6 x share, once a
 //	  T x usual (T: Workers, at least 2)         round: to share x (1-g)/(1+g) if the queue grew
@@ -134,7 +136,8 @@
 // after a server-wide failure. Many engines writing to one server then
 // converge to its capacity instead of offering a multiple of it, where
 // each one's share is a few writes a second or more (with less, or with
-// large backlogs, the growth outruns the cuts: docs/measurements.md), and
+// large backlogs, the growth outruns the cuts, and the fleet offers two to
+// five times the capacity: docs/measurements.md), and
 // send about one probe each per backoff step while it is down. An engine
 // that holds many events probes sooner than its backoff: after an outage of
 // length t, probes d apart cost about t/d requests over as much again and

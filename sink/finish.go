@@ -88,6 +88,9 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	// The Retry-After is honoured up to MaxDelay; without one, a key
 	// waits BaseDelay or its backoff.
 	wait := min(cmp.Or(r.retryAfter, s.base), s.max)
+	if r.fault == faultShed {
+		s.pace.count(now, true)
+	}
 	w := s.blameOf(t, r, now, wait) // reads the key's previous failure
 	if r.fault != faultShed && r.fault != faultLimited {
 		s.pace.refund()
@@ -100,11 +103,16 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	switch w {
 	case byShedding:
 		// Not charged: load shedding never exhausts a key. The rate is
-		// cut (once per round, and only at the key's first refusal), the
-		// other keys go on at that rate, and this one is held for the
-		// Retry-After.
+		// cut (once per round), the other keys go on at that rate, and
+		// this one is held for the Retry-After. A key refused again
+		// does not cut: its own refusals do not decide for the others.
+		// Unless the server sheds more of the engine's requests than
+		// one cut can bring back (overShed): then the keys refused
+		// again are the fleet's excess, and left uncut their rates
+		// would keep growing while the held keys are sent again and
+		// again.
 		en.sheds++
-		if en.sheds == 1 {
+		if en.sheds == 1 || s.pace.overShed() {
 			s.pace.shed(now, t.sentAt, wait)
 		}
 		s.shedUntil = now.Add(max(wait, time.Second))

@@ -438,8 +438,13 @@ func fleetScenario(opts Options) simConfig {
 //	bucket-1s      0.85-0.86  2.13-2.31  10.1-11.0 s
 //	queue          0.83-0.85  1.27-1.38  10.8-11.8 s
 //	inflight       0.82-0.83  1.26-1.35  11.0-11.9 s
-//	inflight-flat  0.63-0.65  1.48-1.68  14.3-17.3 s
-//	steps          0.85-0.86  1.25-1.35   9.2-10.7 s
+//	inflight-flat  0.66-0.67  1.25-1.34  15.9-18.1 s
+//	steps          0.85-0.86  1.23-1.35   9.3-10.7 s
+//
+// Over 24 seeds the first batch passes 12 s in 4 of the 480 runs on the
+// goal's models (window 12.2, bucket 12.1, queue 12.8 s; 3 runs before
+// a key refused again could cut, up to 12.3 s), and inflight-flat's first
+// batch passes 18 s in 4 of 96 (up to 18.5 s; its bound is 19 s).
 //
 // (steps 0.81-0.82 before the delay signal, which reads the queue of the
 // steps' and the queue's server: 434-541 429s instead of 783-852 on steps;
@@ -658,8 +663,10 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // Max-in-flight with flat latency (inflight-flat; the inflight model's
 // latency grows with its load, as the API server's does, and is held to
 // fleetGoal) refuses the fleet's simultaneous requests at once, without
-// latency growing first: 0.63-0.65 writes per request, peak
-// 1.48-1.68x, first batch 14.3-17.3 s (12 seeds). On its 6 seats of
+// latency growing first: 0.66-0.67 writes per request, peak
+// 1.25-1.34x, first batch 15.9-18.1 s (12 seeds; 0.63-0.65, 1.48-1.68x
+// and 14.3-17.3 s before a key refused again could cut the rate, which
+// its engines that see more than 0.4 of their requests refused now do). On its 6 seats of
 // 20 ms the two targets cannot both be met by engines that do not
 // coordinate: their requests arrive about as a Poisson stream, which the
 // model refuses as Erlang's B formula says
@@ -670,7 +677,7 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // Every other target is met on them.
 var openTargets = map[string]targets{
 	"bucket-1s":     {ratio: 0.8, peak: 2.4, first: 12 * time.Second, admitted: true},
-	"inflight-flat": {ratio: 0.6, peak: 1.8, first: 18 * time.Second},
+	"inflight-flat": {ratio: 0.6, peak: 1.8, first: 19 * time.Second},
 }
 
 // fleetTargets returns the targets of goal (fleetGoal, or a model's bounds

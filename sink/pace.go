@@ -18,7 +18,12 @@ import (
 //     the engine's measured share (see share), and that becomes the
 //     threshold of slow start. One cut per round: a 429 of a request sent
 //     before the last cut, or within the Retry-After (at least a second)
-//     of it, tells of the same overload and does not cut again.
+//     of it, tells of the same overload and does not cut again. A key
+//     refused again does not cut (its own refusals do not decide for the
+//     others), unless the server has shed more than 1-aimdCut of the
+//     engine's requests over about disturbMemory: past that share one cut
+//     cannot bring a fleet back under the server's capacity (see
+//     overShed), and the keys refused again are its excess.
 //   - Growth. While the rate holds writes back, it grows by
 //     aimdAdd·weight^1.5 + aimdGrow·rate writes/s per second, back up to
 //     the configured limit. The additive term makes engines share fairly
@@ -204,6 +209,7 @@ type pacer struct {
 	trimAt    time.Time // the last trim for the delay signal
 	trims     int64     // trims made
 	refusedAt time.Time // the last 429 (zero: never)
+	tally     shedTally // the share of requests shed, read slowly (see overShed)
 	calm      bool      // the delay signal shows no queue, or before a 429 one that does not grow
 	untrimmed float64   // the rate before the trims since the last cut (zero: none)
 }
@@ -346,6 +352,7 @@ func (p *pacer) success(now time.Time) {
 	}
 	p.decay(now)
 	p.okRate += 1 / round.Seconds()
+	p.count(now, false)
 }
 
 // sent records a request let through. A probe, sent while the server is
@@ -598,7 +605,7 @@ func (p *pacer) pause(now time.Time) {
 func (p *pacer) resume(now time.Time) {
 	if p.paused {
 		p.paused = false
-		p.okAt = now
+		p.okAt, p.tally.at = now, now
 		if p.outage {
 			p.outage = false
 			p.back, p.grewAt = now, now
@@ -677,6 +684,48 @@ func (p *pacer) overload(now, sentAt time.Time) {
 
 // failed records a server-wide failure other than a 429.
 func (p *pacer) failed(now time.Time) { p.disturbed, p.outage = now, true }
+
+// shedTally counts the engine's writes the server stored and its requests
+// the server shed (429 with Retry-After), each fading with a time constant
+// of disturbMemory: the share the server sheds, read over hundreds of
+// requests, where one round's is a few and mostly luck.
+type shedTally struct {
+	stored, shed float64
+	at           time.Time // faded to
+}
+
+// count adds a stored write (shed false) or a shed request to the tally.
+// Not while the engine is paused (its clock stands still, as the share's:
+// see decay), nor within returnFor of the return from an outage, where a
+// fleet coming back together meets about one 429 per engine by design
+// (see shed) and an engine's first few answers would decide alone.
+func (p *pacer) count(now time.Time, shed bool) {
+	if p.paused || p.returning(now) {
+		return
+	}
+	if dt := now.Sub(p.tally.at); dt > 0 {
+		f := math.Exp(-dt.Seconds() / disturbMemory.Seconds())
+		p.tally.stored *= f
+		p.tally.shed *= f
+		p.tally.at = now
+	}
+	if shed {
+		p.tally.shed++
+	} else {
+		p.tally.stored++
+	}
+}
+
+// overShed reports whether the server shed more than 1 - aimdCut of the
+// engine's requests lately (see count). Past that share one cut cannot
+// bring a fleet back under the server's capacity: a fleet that has f of
+// its requests refused offers C/(1-f) to a capacity C, and cut to aimdCut
+// of that it still offers more than C. The engine then cuts for a key
+// refused again as for a first refusal (see sched.failed).
+func (p *pacer) overShed() bool {
+	n := p.tally.stored + p.tally.shed
+	return n > 0 && p.tally.shed > (1-aimdCut)*n
+}
 
 // restartAfterPause is called when the server answers again after a pause
 // for its Retry-After: slow start from restartRate·weight.

@@ -509,3 +509,61 @@ func TestPacerUnlimitedAgainPastTheWorkersReach(t *testing.T) {
 		})
 	}
 }
+
+// The share of requests the server shed is read over about disturbMemory:
+// past 1 - aimdCut it is over, older answers fade, and nothing is counted
+// while the engine is paused or within returnFor of the return from an
+// outage (where a fleet meets about one 429 per engine by design).
+func TestPacerShedTally(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p pacer
+	p.init(50, 100, defaultWorkers, true, t0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for i := range 10 {
+		p.count(ms(i), false)
+	}
+	for i := range 6 {
+		p.count(ms(10+i), true)
+	}
+	if p.overShed() {
+		t.Fatalf("6 of 16 shed (0.375): over 1 - aimdCut (%+v)", p.tally)
+	}
+	p.count(ms(16), true)
+	if !p.overShed() {
+		t.Fatalf("7 of 17 shed (0.41): not over 1 - aimdCut (%+v)", p.tally)
+	}
+	// Paused, then back from an outage: nothing counted until returnFor
+	// has passed.
+	p.failed(ms(20))
+	p.pause(ms(20))
+	for i := range 50 {
+		p.count(ms(30+i), false)
+	}
+	back := t0.Add(time.Minute)
+	p.resume(back)
+	for i := range 50 {
+		p.count(back.Add(time.Duration(i)*returnFor/50), false)
+	}
+	if !p.overShed() || p.tally.stored > 10.01 {
+		t.Fatalf("writes counted while paused or returning: %+v", p.tally)
+	}
+	// Two memories of stored writes later, the old sheds have faded.
+	for s := range 120 {
+		p.count(back.Add(returnFor+time.Duration(s)*time.Second), false)
+	}
+	if p.overShed() || p.tally.shed > 7*math.Exp(-2)*1.01 {
+		t.Fatalf("the sheds of two minutes ago have not faded: %+v", p.tally)
+	}
+	// A pause does not fade them (it is no evidence of a lower share).
+	var q pacer
+	q.init(50, 100, defaultWorkers, true, t0)
+	for i := range 10 {
+		q.count(ms(i), i < 5)
+	}
+	q.pause(ms(10))
+	q.resume(ms(10).Add(10 * time.Minute))
+	q.count(ms(10).Add(10*time.Minute), false)
+	if q.tally.shed < 4.99 || q.tally.stored < 5.99 { // 10 ms of fading, not 10 minutes
+		t.Fatalf("a pause faded the tally: %+v", q.tally)
+	}
+}

@@ -558,3 +558,81 @@ func TestProbeSpacingFollowsTheBacklog(t *testing.T) {
 		}
 	}
 }
+
+// A key refused again does not cut the rate while the server sheds few of
+// the engine's requests: its own refusals do not decide for the others.
+// Once the server has shed more than 1 - aimdCut of them (counted over
+// about disturbMemory), one cut cannot bring a fleet back under its
+// capacity, and a key refused again cuts as a first refusal does, still
+// once a round.
+func TestSchedKeyRefusedAgainCutsPastWhatOneCutBringsBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{QPS: 100, Burst: 100}, t0)
+	for i := range 40 { // 40 writes stored over a second
+		at := t0.Add(time.Duration(i) * 25 * time.Millisecond)
+		s.add(fmt.Sprint("warm", i), schedItem(fmt.Sprint("w", i), at), at)
+		writeOK(t, s, at)
+	}
+	now := t0.Add(time.Second)
+	// next waits for the next write the rate lets go.
+	next := func() *task {
+		t.Helper()
+		for end := now.Add(5 * time.Second); now.Before(end); now = now.Add(5 * time.Millisecond) {
+			if tk, _ := s.next(now); tk != nil {
+				return tk
+			}
+		}
+		t.Fatal("no write within 5 s")
+		return nil
+	}
+	// refuse answers the next write 429 with Retry-After, and reports
+	// whether that cut the rate; again: it is a key's second refusal or
+	// later.
+	refuse := func(again bool) bool {
+		t.Helper()
+		tk, cuts := next(), s.pace.cuts
+		if (tk.en.sheds > 0) != again {
+			t.Fatalf("%v: key %s refused %d times before, want again %v", now.Sub(t0), tk.en.key, tk.en.sheds, again)
+		}
+		if v := s.finish(tk, testResult(outFailed, time.Second, true), now); v != vRetry || s.health.down {
+			t.Fatalf("%v: verdict %v, down %v: want load shedding", now.Sub(t0), v, s.health.down)
+		}
+		return s.pace.cuts > cuts
+	}
+	// stored writes the oldest key: the server answers.
+	stored := func() {
+		t.Helper()
+		s.add(fmt.Sprint("ok", now), schedItem("ok", t0.Add(-time.Minute)), now)
+		tk := next()
+		s.finish(tk, testResult(outWritten, 0, false), now)
+	}
+	s.add("k", schedItem("k", now), now)
+	if !refuse(false) {
+		t.Fatal("a first refusal did not cut")
+	}
+	now = now.Add(500 * time.Millisecond)
+	stored()
+	now = now.Add(600 * time.Millisecond) // a round after the cut
+	if refuse(true) || s.pace.overShed() {
+		t.Fatalf("a key refused again with 2 of 43 requests shed cut the rate (over %v)", s.pace.overShed())
+	}
+	// The server sheds 40 more keys, each older than those before it (so
+	// that it goes before them) and stores one write in five: 42 of 95
+	// requests, past 1 - aimdCut.
+	// First refusals cut once a round.
+	for i := range 40 {
+		s.add(fmt.Sprint("x", i), schedItem(fmt.Sprint("x", i), t0.Add(-time.Duration(i)*time.Second)), now)
+		refuse(false)
+		if i%4 == 3 { // the server answers others meanwhile
+			stored()
+		}
+	}
+	if !s.pace.overShed() {
+		t.Fatalf("not past 1 - aimdCut: %+v", s.pace.tally)
+	}
+	now = s.pace.cutAt.Add(1100 * time.Millisecond) // a round after the last cut
+	stored()
+	if !refuse(true) {
+		t.Fatalf("a key refused again past what one cut brings back did not cut (tally %+v)", s.pace.tally)
+	}
+}

@@ -214,7 +214,7 @@ BenchmarkFleet/bucket-1s/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	1.7 
 BenchmarkFleet/bucket-1s/latency=jittered/write-limit-off/impl=herald-2 	1	1 ns/op	1.45 peak-x-capacity
 BenchmarkFleet/bucket/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	1.6 peak-x-capacity	1.6 peak-admitted-x-capacity
 BenchmarkFleet/inflight-flat/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0.67 writes/request	1.6 peak-x-capacity	16 s-to-first-batch
-BenchmarkFleet/inflight-flat/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0.55 writes/request	1.9 peak-x-capacity	19 s-to-first-batch
+BenchmarkFleet/inflight-flat/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0.55 writes/request	1.9 peak-x-capacity	20 s-to-first-batch
 BenchmarkFleet/inflight/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0.67 writes/request	12.5 s-to-first-batch
 `
 	res, err := Parse(strings.NewReader(out))
