@@ -94,8 +94,9 @@
 //
 //	the server says                            the engine
 //	429, while it stores other writes          cuts the rate to 0.6 x min(rate, share), once a round;
-//	                                             for a key refused again only once it has shed over
-//	                                             0.4 of the engine's requests in about a minute
+//	                                             for a key refused again only once the server has
+//	                                             shed over 0.4 of the engine's requests in about a
+//	                                             minute (one cut no longer brings a fleet back)
 //	429 to everything                          waits the Retry-After, resumes at 2w writes/s, slow-starts
 //	round trips of the last 1-2 s all past     trims the rate, never below 0.6 x share, once a
 //	  T x usual (T: Workers, at least 2)         round: to share x (1-g)/(1+g) if the queue grew
