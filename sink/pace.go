@@ -698,9 +698,10 @@ type shedTally struct {
 // Not while the engine is paused (its clock stands still, as the share's:
 // see decay), nor within returnFor of the return from an outage, where a
 // fleet coming back together meets about one 429 per engine by design
-// (see shed) and an engine's first few answers would decide alone.
+// (see shed) and an engine's first few answers would decide alone; nor
+// with the adaptive rate off, where nothing reads it (shed does not cut).
 func (p *pacer) count(now time.Time, shed bool) {
-	if p.paused || p.returning(now) {
+	if !p.adaptive || p.paused || p.returning(now) {
 		return
 	}
 	if dt := now.Sub(p.tally.at); dt > 0 {
