@@ -577,27 +577,39 @@ var simLatencies = []struct {
 
 // fleetWorkload changes cfg, issue 13's scenario, by the -fleet.engines,
 // -fleet.batch, -fleet.outage and -fleet.capacity flags, to see whether
-// the targets hold for another workload than the one they were met on.
-// The second batch comes when the first could be stored at the earliest
-// (floor, 10 s in issue 13's scenario), and it returns how much later
-// than there the first batch may be stored: its target stays 2 s past
-// the floor.
+// the targets hold for another workload than the one they were met on
+// (see resize).
 func fleetWorkload(cfg *simConfig) (later time.Duration) {
+	return resize(cfg, workload{engines: *fleetEngines, batch: *fleetBatch, outage: *fleetOutage, capacity: *fleetCapacity})
+}
+
+// workload is what differs from issue 13's scenario (zero: as there).
+type workload struct {
+	engines, batch int
+	outage         time.Duration
+	capacity       float64
+}
+
+// resize changes cfg, issue 13's scenario, to workload w. The second batch
+// comes when the first could be stored at the earliest (floor, 10 s in
+// issue 13's scenario), and it returns how much later than there the first
+// batch may be stored: its target stays 2 s past the floor.
+func resize(cfg *simConfig, w workload) (later time.Duration) {
 	floorOf := func(c simConfig) time.Duration {
 		return time.Duration(float64(c.engines*c.batch) / c.capacity * float64(time.Second))
 	}
 	base := floorOf(*cfg)
-	if *fleetEngines > 0 {
-		cfg.engines = *fleetEngines
+	if w.engines > 0 {
+		cfg.engines = w.engines
 	}
-	if *fleetBatch > 0 {
-		cfg.batch = *fleetBatch
+	if w.batch > 0 {
+		cfg.batch = w.batch
 	}
-	if *fleetOutage > 0 {
-		cfg.outage = *fleetOutage
+	if w.outage > 0 {
+		cfg.outage = w.outage
 	}
-	if *fleetCapacity > 0 {
-		cfg.capacity = *fleetCapacity
+	if w.capacity > 0 {
+		cfg.capacity = w.capacity
 	}
 	floor := floorOf(*cfg)
 	cfg.secondAt = cfg.outage + floor
