@@ -461,49 +461,36 @@ func fleetScenario(opts Options) simConfig {
 func TestFleetSimulation(t *testing.T) {
 	var sum fleetSpread
 	defer func() { t.Log(sum.String()) }()
-	for _, m := range simModels {
-		for _, lat := range simLatencies {
-			for _, tc := range []struct {
-				name string
-				opts Options
-			}{
-				{"defaults", Options{}},
-				{"no-write-limit", Options{QPS: Unlimited}},
-			} {
-				sum.cases++
-				ok := t.Run(m.Name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
-					for seed := uint64(1); seed <= uint64(*fleetSeeds); seed++ {
-						cfg := fleetScenario(tc.opts)
-						later := fleetWorkload(&cfg)
-						cfg.model = m.New
-						cfg.jitter = lat.jitter
-						cfg.seed = seed
-						cfg.trace = *fleetTrace && seed == uint64(*fleetTraceSeed)
-						r := simulate(cfg)
-						t.Logf("seed %d: %v", seed, r)
-						from := int(cfg.outage / time.Second)
-						t.Logf("requests per second after the outage: %v", r.perSecond[from:min(from+25, len(r.perSecond))])
-						for _, l := range r.trace {
-							t.Log(l)
-						}
-						goal, open := openTargets[m.Name]
-						if !open {
-							goal = fleetGoal
-						}
-						goal.first += later
-						if !open {
-							sum.target = goal.first
-							sum.add(r)
-						}
-						for _, miss := range fleetTargets(r, goal) {
-							t.Error(miss)
-						}
-					}
-				})
-				if !ok {
-					sum.failed++
+	for _, c := range fleetCases() {
+		sum.cases++
+		ok := t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= uint64(*fleetSeeds); seed++ {
+				cfg := c.config(seed)
+				later := fleetWorkload(&cfg)
+				cfg.trace = *fleetTrace && seed == uint64(*fleetTraceSeed)
+				r := simulate(cfg)
+				t.Logf("seed %d: %v", seed, r)
+				from := int(cfg.outage / time.Second)
+				t.Logf("requests per second after the outage: %v", r.perSecond[from:min(from+25, len(r.perSecond))])
+				for _, l := range r.trace {
+					t.Log(l)
+				}
+				goal, open := openTargets[c.model]
+				if !open {
+					goal = fleetGoal
+				}
+				goal.first += later
+				if !open {
+					sum.target = goal.first
+					sum.add(r)
+				}
+				for _, miss := range fleetTargets(r, goal) {
+					t.Error(miss)
 				}
 			}
+		})
+		if !ok {
+			sum.failed++
 		}
 	}
 }
@@ -522,40 +509,27 @@ func TestFleetSimulation(t *testing.T) {
 // 10 requests per engine while the server is down, the peak at most 3.5
 // times the capacity, 0.45 writes per request or more.
 func TestFleetLargeBacklogDoesNotClimb(t *testing.T) {
-	for _, m := range simModels {
-		for _, lat := range simLatencies {
-			for _, tc := range []struct {
-				name string
-				opts Options
-			}{
-				{"defaults", Options{}},
-				{"no-write-limit", Options{QPS: Unlimited}},
-			} {
-				t.Run(m.Name+"/"+lat.name+"/"+tc.name, func(t *testing.T) {
-					for seed := uint64(1); seed <= 2; seed++ {
-						cfg := fleetScenario(tc.opts)
-						resize(&cfg, workload{batch: 100})
-						cfg.model = m.New
-						cfg.jitter = lat.jitter
-						cfg.seed = seed
-						r := simulate(cfg)
-						t.Logf("seed %d: %v", seed, r)
-						if r.stored != r.recorded {
-							t.Errorf("seed %d: stored %d of %d", seed, r.stored, r.recorded)
-						}
-						if r.maxDown > 10 {
-							t.Errorf("seed %d: an engine sent %d requests while the server was down, want <= 10", seed, r.maxDown)
-						}
-						if r.peakRatio > 3.5 {
-							t.Errorf("seed %d: peak %.2fx the capacity of its second, want <= 3.5x", seed, r.peakRatio)
-						}
-						if ratio := float64(r.writes) / float64(r.requests); ratio < 0.45 {
-							t.Errorf("seed %d: writes per request %.3f, want >= 0.45", seed, ratio)
-						}
-					}
-				})
+	for _, c := range fleetCases() {
+		t.Run(c.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 2; seed++ {
+				cfg := c.config(seed)
+				resize(&cfg, workload{batch: 100})
+				r := simulate(cfg)
+				t.Logf("seed %d: %v", seed, r)
+				if r.stored != r.recorded {
+					t.Errorf("seed %d: stored %d of %d", seed, r.stored, r.recorded)
+				}
+				if r.maxDown > 10 {
+					t.Errorf("seed %d: an engine sent %d requests while the server was down, want <= 10", seed, r.maxDown)
+				}
+				if r.peakRatio > 3.5 {
+					t.Errorf("seed %d: peak %.2fx the capacity of its second, want <= 3.5x", seed, r.peakRatio)
+				}
+				if ratio := float64(r.writes) / float64(r.requests); ratio < 0.45 {
+					t.Errorf("seed %d: writes per request %.3f, want >= 0.45", seed, ratio)
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -624,6 +598,45 @@ var simLatencies = []struct {
 }{
 	{"latency=fixed", 0},
 	{"latency=jittered", 20 * time.Millisecond},
+}
+
+// fleetCase is one case of the fleet's simulations: a server model, a
+// latency and the engines' options.
+type fleetCase struct {
+	name     string // model/latency/settings
+	model    string // the model's name
+	newModel func(start time.Time, capacity float64) server.API
+	jitter   time.Duration
+	opts     Options
+}
+
+// fleetCases are every server model (simModels) with each latency
+// (simLatencies), at the defaults and with no write limit.
+func fleetCases() []fleetCase {
+	var cases []fleetCase
+	for _, m := range simModels {
+		for _, lat := range simLatencies {
+			for _, tc := range []struct {
+				name string
+				opts Options
+			}{
+				{"defaults", Options{}},
+				{"no-write-limit", Options{QPS: Unlimited}},
+			} {
+				cases = append(cases, fleetCase{m.Name + "/" + lat.name + "/" + tc.name, m.Name, m.New, lat.jitter, tc.opts})
+			}
+		}
+	}
+	return cases
+}
+
+// config is issue 13's scenario for the case and seed.
+func (c fleetCase) config(seed uint64) simConfig {
+	cfg := fleetScenario(c.opts)
+	cfg.model = c.newModel
+	cfg.jitter = c.jitter
+	cfg.seed = seed
+	return cfg
 }
 
 // fleetWorkload changes cfg, issue 13's scenario, by the -fleet.engines,
