@@ -187,6 +187,11 @@ func simulate(cfg simConfig) simResult {
 		secTooMany = make([]int, len(perSecond))
 	}
 	traced := time.Duration(0)
+	type secLine struct {
+		at, sec int // index in res.trace, second
+		state   string
+	}
+	var secLines []secLine
 	for q.Len() > 0 {
 		ev := heap.Pop(&q).(simEvent)
 		if ev.at > cfg.end {
@@ -225,8 +230,12 @@ func simulate(cfg simConfig) simResult {
 					}
 				}
 			}
-			res.trace = append(res.trace, fmt.Sprintf("t=%2ds requests %4d writes %4d 429 %4d | at its end: rate sum %6.0f (limitless %3d) tokens %5.0f, down %3d, slow %3d, pending %4d (first batch %4d), held %4d",
-				sec, perSecond[sec], secWrites[sec], secTooMany[sec], rate, limitless, tokens, down, slow, pending, firstLeft, held))
+			// The second's requests are counted when the run is over: some
+			// of those sent in it are answered after it ends.
+			state := fmt.Sprintf("at its end: rate sum %6.0f (limitless %3d) tokens %5.0f, down %3d, slow %3d, pending %4d (first batch %4d), held %4d",
+				rate, limitless, tokens, down, slow, pending, firstLeft, held)
+			secLines = append(secLines, secLine{at: len(res.trace), sec: sec, state: state})
+			res.trace = append(res.trace, "")
 		}
 		e := engines[ev.eng]
 		switch {
@@ -344,6 +353,9 @@ func simulate(cfg simConfig) simResult {
 		if ratio := float64(perSecond[s]) / c; ratio > res.peakRatio {
 			res.peakRatio, res.peakStored, res.peakCapacity = ratio, secWrites[s], c
 		}
+	}
+	for _, l := range secLines {
+		res.trace[l.at] = fmt.Sprintf("t=%2ds requests %4d writes %4d 429 %4d | %s", l.sec, perSecond[l.sec], secWrites[l.sec], secTooMany[l.sec], l.state)
 	}
 	res.jain = jainIndex(early)
 	res.refused = refusedShares(sentBy, refusedBy)
