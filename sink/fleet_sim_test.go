@@ -67,6 +67,7 @@ type simResult struct {
 	peakCapacity            float64    // the capacity of that second
 	jain                    float64    // Jain's index of the engines' admitted requests in the first earlyFor after the return
 	refused                 [3]float64 // the 10th, 50th and 90th percentiles over the engines of the share of their requests refused (429) from the return to the second batch
+	finished                [2]float64 // the 50th and 90th percentiles over the engines of when each stored its last event of the first batch, in seconds after the return
 	tooMany, failed, writes int
 	requests                int
 	perCut                  float64       // 429s over the rate cuts of all engines (the law's model: about one)
@@ -78,8 +79,8 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f, 429s per cut %.2f",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2], r.perCut)
+	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f, 429s per cut %.2f, engines' first batch stored p50/p90 %.2f/%.2fs",
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2], r.perCut, r.finished[0], r.finished[1])
 }
 
 type simEvent struct {
@@ -153,6 +154,7 @@ func simulate(cfg simConfig) simResult {
 	early := make([]int, cfg.engines) // admitted requests sent in the first earlyFor after the return
 	// each engine's requests and 429s sent from the return to the second batch
 	sentBy, refusedBy := make([]int, cfg.engines), make([]int, cfg.engines)
+	finished := make([]float64, cfg.engines) // when each engine stored its last event of the first batch, after the return
 
 	add := func(i, from, n int, now time.Duration) {
 		e := engines[i]
@@ -301,6 +303,7 @@ func simulate(cfg simConfig) simResult {
 					stored[name] = true
 					res.stored++
 					if t.it.since.Sub(t0) < cfg.secondAt {
+						finished[ev.eng] = max(finished[ev.eng], (now - cfg.outage).Seconds())
 						firstLeft--
 						if firstLeft == 0 {
 							res.firstBatchStored = now - cfg.outage
@@ -359,6 +362,8 @@ func simulate(cfg simConfig) simResult {
 	}
 	res.jain = jainIndex(early)
 	res.refused = refusedShares(sentBy, refusedBy)
+	slices.Sort(finished)
+	res.finished = [2]float64{nearestRank(finished, 0.5), nearestRank(finished, 0.9)}
 	var cuts int64
 	for _, e := range engines {
 		cuts += e.s.pace.cuts
@@ -383,8 +388,16 @@ func refusedShares(sent, refused []int) [3]float64 {
 		return [3]float64{}
 	}
 	slices.Sort(f)
-	at := func(q float64) float64 { return f[int(math.Ceil(q*float64(len(f))))-1] } // nearest rank
-	return [3]float64{at(0.1), at(0.5), at(0.9)}
+	return [3]float64{nearestRank(f, 0.1), nearestRank(f, 0.5), nearestRank(f, 0.9)}
+}
+
+// nearestRank is the q-th quantile of sorted by the nearest rank (zero for
+// none).
+func nearestRank(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[max(int(math.Ceil(q*float64(len(sorted))))-1, 0)]
 }
 
 // firstBatchHeld is the number of events added before second that s holds
@@ -1009,6 +1022,14 @@ func readNoLatency(s *sched) { s.pace.tolerance = math.Inf(1) }
 func TestFleetSpread(t *testing.T) {
 	if got, want := refusedShares([]int{10, 10, 0, 10, 10, 10, 10, 10, 10, 10, 10}, []int{0, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9}), [3]float64{0, 0.4, 0.8}; got != want { // nearest rank of ten, the engine that sent nothing left out
 		t.Errorf("refusedShares = %v, want %v", got, want)
+	}
+	for _, c := range []struct {
+		sorted  []float64
+		q, want float64
+	}{{[]float64{1, 2, 3, 4}, 0.5, 2}, {[]float64{1, 2, 3, 4}, 0.9, 4}, {[]float64{5}, 0.1, 5}, {nil, 0.5, 0}} {
+		if got := nearestRank(c.sorted, c.q); got != c.want {
+			t.Errorf("nearestRank(%v, %v) = %v, want %v", c.sorted, c.q, got, c.want)
+		}
 	}
 	var f fleetSpread
 	f.cases, f.failed, f.target = 2, 1, 12*time.Second
