@@ -67,7 +67,7 @@ type simResult struct {
 	peakCapacity            float64    // the capacity of that second
 	jain                    float64    // Jain's index of the engines' admitted requests in the first earlyFor after the return
 	refused                 [3]float64 // the 10th, 50th and 90th percentiles over the engines of the share of their requests refused (429) from the return to the second batch
-	finished                [2]float64 // the 50th and 90th percentiles over the engines of when each stored its last event of the first batch, in seconds after the return
+	finished                [2]float64 // the 50th and 90th percentiles over the engines of when each stored its last event of the first batch, in seconds after the return (+Inf: not by the end)
 	tooMany, failed, writes int
 	requests                int
 	perCut                  float64       // 429s over the rate cuts of all engines (the law's model: about one)
@@ -362,6 +362,11 @@ func simulate(cfg simConfig) simResult {
 	}
 	res.jain = jainIndex(early)
 	res.refused = refusedShares(sentBy, refusedBy)
+	for i, e := range engines {
+		if firstBatchHeld(e.s, t0.Add(cfg.secondAt)) > 0 {
+			finished[i] = math.Inf(1) // not yet
+		}
+	}
 	slices.Sort(finished)
 	res.finished = [2]float64{nearestRank(finished, 0.5), nearestRank(finished, 0.9)}
 	var cuts int64
