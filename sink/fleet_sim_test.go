@@ -80,7 +80,13 @@ type simResult struct {
 
 func (r simResult) String() string {
 	return fmt.Sprintf("stored %d/%d, requests %d (writes %d, 429 %d, other failures %d), writes/request %.3f, max requests of one engine while down %d, peak %d/s (%.2fx capacity, %d stored), Jain %.3f, first batch stored %.2fs after return, all %.1fs, engines' refused share p10/p50/p90 %.2f/%.2f/%.2f, 429s per cut %.2f, engines' first batch stored p50/p90 %.2f/%.2fs",
-		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, float64(r.writes)/float64(max(r.requests, 1)), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2], r.perCut, r.finished[0], r.finished[1])
+		r.stored, r.recorded, r.requests, r.writes, r.tooMany, r.failed, r.writesPerRequest(), r.maxDown, r.peak, r.peakRatio, r.peakStored, r.jain, r.firstBatchStored.Seconds(), r.allStored.Seconds(), r.refused[0], r.refused[1], r.refused[2], r.perCut, r.finished[0], r.finished[1])
+}
+
+// writesPerRequest is the share of the fleet's requests the server stored
+// (zero with no request).
+func (r simResult) writesPerRequest() float64 {
+	return float64(r.writes) / float64(max(r.requests, 1))
 }
 
 type simEvent struct {
@@ -555,7 +561,7 @@ func TestFleetLargeBacklogDoesNotClimb(t *testing.T) {
 				if r.peakRatio > 3.5 {
 					t.Errorf("seed %d: peak %.2fx the capacity of its second, want <= 3.5x", seed, r.peakRatio)
 				}
-				if ratio := float64(r.writes) / float64(r.requests); ratio < 0.45 {
+				if ratio := r.writesPerRequest(); ratio < 0.45 {
 					t.Errorf("seed %d: writes per request %.3f, want >= 0.45", seed, ratio)
 				}
 			}
@@ -579,7 +585,7 @@ type fleetSpread struct {
 
 func (f *fleetSpread) add(r simResult) {
 	f.runs++
-	f.ratio.add(float64(r.writes) / float64(max(r.requests, 1)))
+	f.ratio.add(r.writesPerRequest())
 	f.peak.add(r.peakRatio)
 	f.tooMany.add(r.tooMany)
 	f.low.add(r.refused[0])
@@ -796,7 +802,7 @@ func fleetTargets(r simResult, goal targets) []string {
 	if r.maxDown > 10 {
 		miss = append(miss, fmt.Sprintf("an engine sent %d requests during the outage, want <= 10", r.maxDown))
 	}
-	if ratio := float64(r.writes) / float64(r.requests); ratio < goal.ratio {
+	if ratio := r.writesPerRequest(); ratio < goal.ratio {
 		miss = append(miss, fmt.Sprintf("writes per request %.2f, want >= %v", ratio, goal.ratio))
 	}
 	if r.peakRatio > goal.peak {
