@@ -131,6 +131,18 @@ func configureAPF(ctx context.Context, env *testenv.Env, q flowcontrolv1.Queuing
 	if err != nil {
 		return err
 	}
+	// More than the flow's queues hold (each request in flight holds a
+	// goroutine): some must be rejected.
+	if err := burstSees429(ctx, env, 60+2*int(q.HandSize*q.QueueLengthLimit)); err != nil {
+		return fmt.Errorf("%w: APF configuration not applied", err)
+	}
+	return nil
+}
+
+// burstSees429 sends n creates at once as the restricted user, every half
+// second until one is answered 429 (the server's limit applies), for at
+// most a minute.
+func burstSees429(ctx context.Context, env *testenv.Env, n int) error {
 	restricted, err := kubernetes.NewForConfig(env.Restricted)
 	if err != nil {
 		return err
@@ -140,13 +152,11 @@ func configureAPF(ctx context.Context, env *testenv.Env, q flowcontrolv1.Queuing
 	for i := 0; ; i++ {
 		var seen atomic.Bool
 		var wg sync.WaitGroup
-		// More than the flow's queues hold (each request in flight
-		// holds a goroutine): some must be rejected.
-		for k := range 60 + 2*int(q.HandSize*q.QueueLengthLimit) {
+		for k := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("apf-probe-%d-%d", i, k), Namespace: ns},
+				ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("limit-probe-%d-%d", i, k), Namespace: ns},
 					InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "probe"}, Reason: "Probe", Type: v1.EventTypeNormal}
 				err := restricted.CoreV1().RESTClient().Post().Namespace(ns).Resource("events").Body(ev).MaxRetries(0).Do(ctx).Error()
 				var se *apierrors.StatusError
@@ -160,7 +170,7 @@ func configureAPF(ctx context.Context, env *testenv.Env, q flowcontrolv1.Queuing
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errors.New("the server never answered 429: APF configuration not applied")
+			return errors.New("the server never answered 429")
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
