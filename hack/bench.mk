@@ -16,7 +16,9 @@
 ## and 25 controllers against the real kube-apiserver with priority and
 ## fairness set to one seat, coming back from an outage (FleetAPF) and
 ## stepping from 30% to 120% of the seat (FleetAPFRise; more controllers
-## and a longer queue on a fast seat), figures printed only; `apiserver` is built first). The raw output goes to
+## and a longer queue on a fast seat), and coming back from an outage to
+## its max-in-flight limit of one mutating request with priority and
+## fairness off (FleetMaxInFlight), figures printed only; `apiserver` is built first). The raw output goes to
 ## $(BENCH_OUT), then internal/cmd/benchtable prints a markdown table of
 ## the ratios herald / client-go and of herald's targets, and one row per
 ## fleet run. About 35 minutes on a 2-core machine, 20 of them the fleet.

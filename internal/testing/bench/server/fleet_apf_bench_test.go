@@ -323,6 +323,7 @@ func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.Broa
 		requestsDown: float64(cnt.downTotal), tooMany: float64(cnt.tooMany),
 		peak:     float64(peakFrom(cnt.perSecond, int(fleetOutage/time.Second))),
 		rateCuts: float64(cuts),
+		rtt:      median(cnt.rttAfter),
 	}
 	r.lost = r.recorded - r.stored
 	if impl == "herald" {

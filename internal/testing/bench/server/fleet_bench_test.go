@@ -111,6 +111,7 @@ type fleetResult struct {
 	peakAdmitted                                                                                           float64 // of the requests of the peak second (peakRatio's), those the model admitted, over the capacity
 	rateCuts                                                                                               float64 // herald's Stats().RateCuts summed over the controllers (FleetAPF)
 	firstBatch, all                                                                                        float64 // seconds after the return; fleetMax if never
+	rtt                                                                                                    float64 // the median round trip of the creates stored, ms (the real server's fleets)
 }
 
 func (r *fleetResult) add(o fleetResult) {
@@ -129,6 +130,7 @@ func (r *fleetResult) add(o fleetResult) {
 	r.writes += o.writes
 	r.firstBatch += o.firstBatch
 	r.all += o.all
+	r.rtt += o.rtt
 }
 
 func (r fleetResult) report(b *testing.B, n int) {
@@ -151,6 +153,9 @@ func (r fleetResult) report(b *testing.B, n int) {
 	b.ReportMetric(r.writes/max(r.requests, 1), "writes/request")
 	b.ReportMetric(r.firstBatch/f, "s-to-first-batch")
 	b.ReportMetric(r.all/f, "s-to-all")
+	if r.rtt > 0 {
+		b.ReportMetric(r.rtt/f, "rtt-ms")
+	}
 }
 
 type fleetController struct {
