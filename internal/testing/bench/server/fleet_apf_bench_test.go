@@ -74,15 +74,25 @@ const (
 // q says).
 func startAPF(b *testing.B, q flowcontrolv1.QueuingConfiguration) *testenv.Env {
 	b.Helper()
+	return startServer(b, apfArgs, func(ctx context.Context, env *testenv.Env) error {
+		return configureAPF(ctx, env, q)
+	})
+}
+
+// startServer starts a kube-apiserver with args and runs ready on it (what
+// sets it up, and the check that it applies); it stops the server and
+// fails b if either fails.
+func startServer(b *testing.B, args []string, ready func(context.Context, *testenv.Env) error) *testenv.Env {
+	b.Helper()
 	if _, err := testenv.BinaryPath(); err != nil {
 		b.Fatalf("%v (run `make apiserver`)", err)
 	}
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: apfArgs})
+	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: args})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := configureAPF(ctx, env, q); err != nil {
+	if err := ready(ctx, env); err != nil {
 		env.Stop()
 		b.Fatal(err)
 	}

@@ -29,19 +29,14 @@ var maxInFlightArgs = []string{
 }
 
 func BenchmarkFleetMaxInFlight(b *testing.B) {
-	if _, err := testenv.BinaryPath(); err != nil {
-		b.Fatalf("%v (run `make apiserver`)", err)
-	}
-	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{ExtraArgs: maxInFlightArgs})
-	if err != nil {
-		b.Fatal(err)
-	}
+	env := startServer(b, maxInFlightArgs, func(ctx context.Context, env *testenv.Env) error {
+		if err := burstSees429(ctx, env, 60); err != nil {
+			return fmt.Errorf("%w: the in-flight limit does not apply", err)
+		}
+		return nil
+	})
 	defer env.Stop()
-	if err := burstSees429(ctx, env, 60); err != nil {
-		b.Fatalf("%v: the in-flight limit does not apply", err)
-	}
-	capacity, err := riseCapacity(ctx, env)
+	capacity, err := riseCapacity(context.Background(), env)
 	if err != nil {
 		b.Fatal(err)
 	}
