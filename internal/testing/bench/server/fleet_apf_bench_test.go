@@ -48,7 +48,7 @@ func BenchmarkFleetAPF(b *testing.B) {
 	defer env.Stop()
 	for _, c := range fleetCases {
 		b.Run(c.scenario+"/impl="+c.impl, func(b *testing.B) {
-			b.Logf("benchnote: FleetAPF/%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in %d queues and rejecting (429) the rest; %d controllers, each with its own clientset (QPS 20/Burst 30) through a proxy that answers 503 for %v, record %d events each at the start of the outage, %d more each %v after its return. %s. Counted at each client's transport; no targets (the capacity is the server's). s-to-first-batch: from the return until the first %d are stored (%v: never).",
+			b.Logf("benchnote: FleetAPF/%s: a real kube-apiserver (%s) whose event writers' user goes by a FlowSchema to a priority level of %d nominal share (1 seat) queuing at most %d requests in %d queues and rejecting (429) the rest; %d controllers, each with its own clientset (QPS 20/Burst 30) through a proxy that answers 503 for %v, record %d events each at the start of the outage, %d more each %v after its return. %s. Counted at each client's transport; no targets (the capacity is the server's). s-to-first-batch: from the return until the first %d are stored (%v: never); rtt-ms: the median round trip of the creates stored.",
 				c.scenario, strings.Join(apfArgs, " "), apfShares, apfQueueLength, apfQueues, apfControllers, fleetOutage, fleetBatch, fleetBatch, fleetSecond, c.note, apfControllers*fleetBatch, fleetMax)
 			var sums fleetResult
 			for range b.N {
@@ -271,6 +271,10 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// runFleetAPF runs the fleet scenario once on the real server env
+// (FleetAPF, FleetMaxInFlight): apfControllers controllers of impl, each
+// with its own clientset through a fault proxy that answers 503 for
+// fleetOutage, counted at their transports.
 func runFleetAPF(b *testing.B, env *testenv.Env, impl string, opts []record.BroadcasterOption) fleetResult {
 	b.Helper()
 	proxy, err := faultproxy.New(env.URL)

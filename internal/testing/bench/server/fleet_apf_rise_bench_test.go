@@ -113,8 +113,10 @@ func riseQueueFor(n int) int {
 	return int(math.Ceil(float64(riseQueue*n) / riseControllers))
 }
 
-// riseCapacity measures the writes/s the fleet's seat takes: 8 writers
-// without a client-side limit, for 2 s, after a second to warm up.
+// riseCapacity measures the writes/s the fleet's seat takes (FleetAPFRise's,
+// FleetMaxInFlight's): 8 writers without a client-side limit, each sending
+// its next create as soon as the last is answered, for 2 s, after a second
+// to warm up.
 func riseCapacity(ctx context.Context, env *testenv.Env) (float64, error) {
 	cfg := *env.Restricted
 	cfg.QPS = -1
