@@ -491,7 +491,9 @@ func fleetScenario(opts Options) simConfig {
 // shows a run second by second, and the engines still holding the first
 // batch as the second arrives; -fleet.engines, -fleet.batch, -fleet.outage
 // and -fleet.capacity run another workload (fleetWorkload), on which the
-// targets do not all hold yet (docs/measurements.md, "Other workloads").
+// targets do not all hold yet (docs/measurements.md, "Other workloads");
+// -fleet.seats and -fleet.second set up the real server's max-in-flight
+// as BenchmarkFleetMaxInFlight meets it.
 // Its last line (fleetSpread) sums up a workload; make fleet-workloads
 // prints it for each.
 func TestFleetSimulation(t *testing.T) {
@@ -679,8 +681,37 @@ func (c fleetCase) config(seed uint64) simConfig {
 // -fleet.batch, -fleet.outage and -fleet.capacity flags, to see whether
 // the targets hold for another workload than the one they were met on
 // (see resize).
+//
+// -fleet.seats and -fleet.second set up a server the real kube-apiserver
+// is measured against: BenchmarkFleetMaxInFlight's (internal/testing/bench/server),
+// its max-in-flight limit of one mutating request, is
+// -fleet.engines 25 -fleet.capacity <its seat's writes/s> -fleet.seats 1
+// -fleet.second 10s on inflight-flat (docs/measurements.md, "Max-in-flight
+// on the real kube-apiserver").
 func fleetWorkload(cfg *simConfig) (later time.Duration) {
-	return resize(cfg, workload{engines: *fleetEngines, batch: *fleetBatch, outage: *fleetOutage, capacity: *fleetCapacity})
+	later = resize(cfg, workload{engines: *fleetEngines, batch: *fleetBatch, outage: *fleetOutage, capacity: *fleetCapacity})
+	if *fleetSeats > 0 && cfg.model != nil {
+		cfg.model = withSeats(cfg.model, *fleetSeats)
+	}
+	if *fleetSecond > 0 {
+		cfg.secondAt = cfg.outage + *fleetSecond
+		cfg.end = max(cfg.end, cfg.secondAt+cfg.secondAt)
+	}
+	return later
+}
+
+// withSeats makes the flat max-in-flight model that mk makes
+// (inflight-flat) serve seats requests at a time, each for seats over the
+// capacity; mk's other models are as it makes them.
+func withSeats(mk func(time.Time, float64) server.API, seats int) func(time.Time, float64) server.API {
+	return func(start time.Time, c float64) server.API {
+		m := mk(start, c)
+		if f, ok := m.(*server.InFlight); ok && f.Work == 0 {
+			f.Limit = seats
+			f.SetCapacity(c)
+		}
+		return m
+	}
 }
 
 // workload is what differs from issue 13's scenario (zero: as there).
@@ -722,6 +753,8 @@ var (
 	fleetBatch    = flag.Int("fleet.batch", 0, "TestFleetSimulation: events per engine in each batch instead of 30")
 	fleetOutage   = flag.Duration("fleet.outage", 0, "TestFleetSimulation: the outage instead of 5s")
 	fleetCapacity = flag.Float64("fleet.capacity", 0, "TestFleetSimulation: the server's capacity in requests/s instead of 300")
+	fleetSeats    = flag.Int("fleet.seats", 0, "TestFleetSimulation: inflight-flat's requests under way instead of 6, each served for seats over the capacity")
+	fleetSecond   = flag.Duration("fleet.second", 0, "TestFleetSimulation: the second batch this long after the return, instead of when the first could be stored at the earliest")
 )
 
 var (
