@@ -695,7 +695,7 @@ func fleetWorkload(cfg *simConfig) (later time.Duration) {
 	}
 	if *fleetSecond > 0 {
 		cfg.secondAt = cfg.outage + *fleetSecond
-		cfg.end = max(cfg.end, cfg.secondAt+cfg.secondAt)
+		cfg.end = max(cfg.end, 2*cfg.secondAt)
 	}
 	return later
 }
@@ -1074,6 +1074,16 @@ func TestFleetSpread(t *testing.T) {
 		if got := nearestRank(c.sorted, c.q); got != c.want {
 			t.Errorf("nearestRank(%v, %v) = %v, want %v", c.sorted, c.q, got, c.want)
 		}
+	}
+	// withSeats (-fleet.seats) changes inflight-flat's seats at the same
+	// capacity, and no other model.
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	flat := withSeats(func(time.Time, float64) server.API { return server.NewFlatInFlight(300) }, 1)(t0, 1338).(*server.InFlight)
+	if flat.Limit != 1 || math.Abs(flat.CapacityAt(t0)-1338) > 1 {
+		t.Errorf("withSeats(inflight-flat, 1): %d seats, capacity %.0f, want 1 and 1338", flat.Limit, flat.CapacityAt(t0))
+	}
+	if shared := withSeats(func(time.Time, float64) server.API { return server.NewInFlight(300) }, 1)(t0, 300).(*server.InFlight); shared.Limit != 30 {
+		t.Errorf("withSeats(inflight, 1): %d seats, want inflight's 30", shared.Limit)
 	}
 	var f fleetSpread
 	f.cases, f.failed, f.target = 2, 1, 12*time.Second
