@@ -57,9 +57,10 @@
 //	  answer within BaseDelay of another answer,                   otherwise
 //	  with no evidence yet
 //	429 with Retry-After while another write was      shedding   the rate is cut (once per Retry-After),
-//	  answered within two Retry-Afters (at least 2 s)              the key is held for the Retry-After (it
-//	                                                               goes earlier if it is the oldest
-//	                                                               waiting), never charged
+//	  answered within two Retry-Afters (at least 2 s)              the key is held for the Retry-After and
+//	                                                               yields its place in the age order by
+//	                                                               as long (it goes earlier if it is the
+//	                                                               oldest waiting even so), never charged
 //	429 with Retry-After, nothing answered lately     server     an outage answered 429: one probe after
 //	                                                               the Retry-After, never charged
 //	404 on a patch                                    the event  created instead

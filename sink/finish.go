@@ -46,7 +46,7 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 // answered records that the server answered a write of en sent at sentAt
 // (stored it, or refused it for a reason of its own): it is up.
 func (s *sched) answered(en *entry, written bool, sentAt, now time.Time) {
-	en.failures, en.failed, en.failedAt, en.sheds = 0, false, time.Time{}, 0
+	en.failures, en.failed, en.failedAt, en.sheds, en.shedFor = 0, false, time.Time{}, 0, 0
 	s.blame.success(en.ns, !s.health.down, now)
 	if s.health.down && s.health.overloaded {
 		s.pace.restartAfterPause(now)
@@ -112,6 +112,7 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 		// would keep growing while the held keys are sent again and
 		// again.
 		en.sheds++
+		en.shedFor = wait
 		if en.sheds == 1 || s.pace.overShed() {
 			s.pace.shed(now, t.sentAt, wait)
 		}
@@ -137,7 +138,7 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	overload := r.fault == faultLimited || r.fault == faultShed
 	age := now.Sub(t.it.since)
 	if len(s.ready) > 0 {
-		age = max(age, now.Sub(time.Unix(0, s.ready[0].order)))
+		age = max(age, now.Sub(s.ready[0].queue[0].since))
 	}
 	s.health.fail(now, t.sentAt, t.probe, overload, r.retryAfter, age, s.pendingEvents, s.base, s.max, s.rnd)
 	s.window = 1

@@ -119,10 +119,10 @@ func (s *sched) move(en *entry, to keyState, at time.Time) {
 		}
 	case stReady:
 		s.seq++
-		en.order, en.seq = en.queue[0].since.UnixNano(), s.seq
+		en.order, en.seq = en.ageOrder(), s.seq
 		heap.Push(&s.ready, en)
 	case stHeld:
-		en.order = en.queue[0].since.UnixNano()
+		en.order = en.ageOrder()
 		heap.Push(&s.held, en)
 		fallthrough
 	case stSpaced, stBackoff:
@@ -270,10 +270,11 @@ func (s *sched) next(now time.Time) (*task, time.Time) {
 	case probe:
 		en = s.probeEntry()
 	case len(s.held) > 0 && s.held[0].order < s.ready[0].order:
-		// A key held by a Retry-After whose event is older than every
-		// ready one goes first: the server's load is the rate's business,
-		// and holding the key longer would only put younger events ahead
-		// of it.
+		// A key held by a Retry-After whose place (ageOrder, its event's
+		// age moved back by the Retry-After) is older than every ready
+		// one goes first: the server's load is the rate's business, and
+		// holding the key longer would only put younger events ahead of
+		// it.
 		en = s.held[0]
 	default:
 		en = s.ready[0]

@@ -166,9 +166,13 @@ func TestSchedShedNeedsTwoRoundsWithoutSuccess(t *testing.T) {
 	}
 }
 
-// A key held by a Retry-After whose event is older than every ready key
-// goes before them: per-key order is oldest first even under shedding.
-func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
+// A key refused with a Retry-After takes its place in the age order as if
+// its event had been added that much later: it goes after the events added
+// within its Retry-After after its own (sent again at once it would meet
+// the overload that refused it), and before younger ones, early if need
+// be: across batches, per-key order is still oldest first under shedding.
+// Its place comes back once it is answered.
+func TestSchedHeldKeyYieldsForItsRetryAfter(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newTestSched(t, Options{QPS: Unlimited, Workers: 1, MaxDelay: 20 * time.Second}, t0)
 	for i := range 40 { // a measured share of about 40 writes/s
@@ -177,35 +181,47 @@ func TestSchedOlderHeldKeyGoesFirst(t *testing.T) {
 		writeOK(t, s, at)
 	}
 	at := func(ms int) time.Time { return t0.Add(time.Second + time.Duration(ms)*time.Millisecond) }
-	s.add("old", schedItem("o", t0), at(0))
+	s.add("old", schedItem("o", at(0)), at(0))
+	s.add("old", schedItem("o2", at(2400)), at(0)) // the key's next event
 	tk, _ := s.next(at(0))
-	s.finish(tk, testResult(outFailed, 10*time.Second, true), at(0))
+	s.finish(tk, testResult(outFailed, 2*time.Second, true), at(0)) // held until at(2000), in the order at at(2000)
 	if len(s.held) != 1 {
 		t.Fatal("not held")
 	}
-	s.add("young", schedItem("y", at(100)), at(100))
-	tk, _ = s.next(at(100))
-	if tk == nil || tk.en.key != "old" {
-		t.Fatalf("want the older held key first, got %v", tk)
+	s.add("mid", schedItem("m", at(500)), at(500))
+	s.add("young", schedItem("y", at(2500)), at(2500))
+	if tk, _ = s.next(at(600)); tk == nil || tk.en.key != "mid" {
+		t.Fatalf("want the event added within the Retry-After first, got %v", tk)
+	}
+	s.finish(tk, testResult(outWritten, 0, false), at(600))
+	tk, _ = s.next(at(700))
+	if tk == nil || tk.en.key != "old" || tk.it.ev.Name != "o" {
+		t.Fatalf("want the held key before the younger event, early, got %v", tk)
 	}
 	if len(s.held) != 0 || s.queued[stHeld] != 0 || s.delayed() != 0 {
 		t.Fatalf("held %d keys %d events, delayed %d", len(s.held), s.queued[stHeld], s.delayed())
 	}
-	s.finish(tk, testResult(outWritten, 0, false), at(100))
-	if tk, _ = s.next(at(200)); tk == nil || tk.en.key != "young" {
+	// Answered, the key has its own place again: its next event (added
+	// before the young one) goes first.
+	s.finish(tk, testResult(outWritten, 0, false), at(700))
+	if tk, _ = s.next(at(800)); tk == nil || tk.en.key != "old" || tk.it.ev.Name != "o2" {
+		t.Fatalf("want the answered key's next event, got %v", tk)
+	}
+	s.finish(tk, testResult(outWritten, 0, false), at(800))
+	if tk, _ = s.next(at(850)); tk == nil || tk.en.key != "young" {
 		t.Fatalf("then the young one, got %v", tk)
 	}
 	// A held key younger than the ready ones keeps its Retry-After.
-	s.finish(tk, testResult(outFailed, 10*time.Second, true), at(200))
+	s.finish(tk, testResult(outFailed, 10*time.Second, true), at(900))
 	if len(s.held) != 1 {
 		t.Fatal("the young key is not held")
 	}
-	s.add("older", schedItem("x", t0), at(300))
-	if tk, _ = s.next(at(300)); tk == nil || tk.en.key != "older" {
+	s.add("older", schedItem("x", t0), at(1000))
+	if tk, _ = s.next(at(1000)); tk == nil || tk.en.key != "older" {
 		t.Fatalf("want the ready older key, got %v", tk)
 	}
-	s.finish(tk, testResult(outWritten, 0, false), at(300))
-	if tk, wake := s.next(at(400)); tk != nil || !wake.Equal(at(10200)) {
+	s.finish(tk, testResult(outWritten, 0, false), at(1000))
+	if tk, wake := s.next(at(1100)); tk != nil || !wake.Equal(at(10900)) {
 		t.Fatalf("the held young key went early (%v) or wakes at %v", tk, wake.Sub(t0))
 	}
 }
