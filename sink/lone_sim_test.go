@@ -56,7 +56,8 @@ func simulateLone(cfg loneConfig) loneResult {
 	for k := range cfg.events {
 		name := fmt.Sprintf("obj%d.1", k)
 		ev := &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Count: 1}
-		s.add(name, &item{ev: ev, create: true, n: 1, since: t0}, t0)
+		since := t0.Add(time.Duration(k)) // each at its own instant (see simulate's add)
+		s.add(name, &item{ev: ev, create: true, n: 1, since: since}, t0)
 	}
 	res := loneResult{allStored: -1, firstTooMany: -1, firstTrim: -1}
 	var q simQueue
