@@ -3,8 +3,10 @@
 ## limit) on issue 13's workload and on others, one factor changed at a
 ## time, a line each: the ranges over the models held to the goal (the
 ## time all are stored, the engines' refused shares and the 429s per rate
-## cut among them) and the cases failed. The targets are met on issue 13's
-## workload; on the others they do not all hold yet (docs/measurements.md,
+## cut among them), the runs whose first batch came past its target, and
+## the cases failed. The targets are met on issue 13's workload (the first
+## batch's in all but about 1% of the runs, which `make test` allows at 1
+## in 60); on the others they do not all hold yet (docs/measurements.md,
 ## "Other workloads"), so this prints, and fails only if the simulation does
 ## not run; `make test` holds the largest backlog to bounds of its own
 ## (TestFleetLargeBacklogDoesNotClimb).
