@@ -38,8 +38,9 @@
 //     per-object limit) backs off alone, charged to its tries; a 429 with
 //     Retry-After cuts an adaptive write rate and holds the refused event
 //     for its Retry-After (it goes after the events recorded within that
-//     time after it, and before younger ones) while the others go on; Patch NotFound falls back to Create; permanent errors
-//     are dropped and counted by reason. An event the server refuses never
+//     time after it, and before younger ones) while the others go on;
+//     Patch NotFound falls back to Create; permanent errors are dropped
+//     and counted by reason. An event the server refuses never
 //     holds up the others, and repeats of an event that is still waiting
 //     become one write with the latest count.
 //   - Shutdown flushes for a grace period (default 10 s) before it stops;

@@ -804,8 +804,8 @@ var fleetGoal = targets{ratio: 0.8, peak: 1.5, first: 12 * time.Second}
 // event recorded at its own instant, over 72 seeds (1,440 runs): 16 past
 // 12 s, the latest at 13.26 s; when a key refused with a Retry-After went
 // first again at the next token (before entry.ageOrder), 36, up to
-// 12.94 s. A run past the target is in the test's log
-// ("first batch ... past the target in N runs").
+// 12.94 s. The test's summary line counts the runs past the target
+// ("past it in N runs").
 const (
 	fleetLate     = 1500 * time.Millisecond
 	fleetLateRuns = 1.0 / 60
