@@ -29,16 +29,17 @@ type sched struct {
 	// entries holds every key in a state other than stNone, and only
 	// those.
 	entries map[string]*entry
-	// ready holds exactly the entries in stReady, oldest waiting event
-	// first (ties: first come, first served, by seq).
+	// ready holds exactly the entries in stReady, by their place in the
+	// age order (entry.ageOrder: the oldest waiting event, moved back by
+	// a Retry-After) first; ties: first come, first served, by seq.
 	ready entryHeap[readyOrder]
 	seq   uint64
 	// timed holds exactly the entries in stSpaced, stBackoff and stHeld,
 	// soonest readyAt first.
 	timed entryHeap[timedOrder]
-	// held holds exactly the entries in stHeld, oldest waiting event
-	// first: one older than every ready entry goes before its Retry-After
-	// has passed (see next).
+	// held holds exactly the entries in stHeld, by the same place first:
+	// one whose place is older than every ready entry's goes before its
+	// Retry-After has passed (see next).
 	held entryHeap[heldOrder]
 
 	health health
@@ -340,8 +341,8 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // promote ends the timed states that have passed by now: an entry with
-// writes queued becomes ready, ordered by its oldest waiting event as
-// usual; one with none is forgotten.
+// writes queued becomes ready, at its place in the age order as usual;
+// one with none is forgotten.
 func (s *sched) promote(now time.Time) {
 	for len(s.timed) > 0 && !s.timed[0].readyAt.After(now) {
 		s.settle(s.timed[0])

@@ -62,7 +62,8 @@ const (
 	// ServerShedding: the server answered 429 with a Retry-After, within
 	// it (at least a second), while it accepted other writes: the write
 	// rate was cut, the others go on at the cut rate, and the keys it
-	// refused wait for the Retry-After unless one is the oldest waiting.
+	// refused wait for the Retry-After (one older than every other
+	// waiting even when moved back by it goes before).
 	ServerShedding
 	// ServerProbing: a failure was judged the server's (see the package
 	// documentation's table: a failed probe, no answer, 5xx of distinct
