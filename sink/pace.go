@@ -244,6 +244,12 @@ func weightOf(wait float64) float64 {
 func (p *pacer) advance(now time.Time) {
 	dt := now.Sub(p.last).Seconds()
 	if dt <= 0 {
+		if dt < 0 {
+			// A clock set back (an Options.Clock that is not
+			// monotonic): refill from now, not from a time that comes
+			// again only after the jump, as x/time/rate does.
+			p.last = now
+		}
 		return
 	}
 	p.last = now
@@ -326,8 +332,13 @@ func (p *pacer) take(now time.Time) time.Duration {
 		p.sent(now)
 		return 0
 	}
-	wait := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
-	return max(wait, time.Millisecond)
+	s := (1 - p.tokens) / p.rate
+	if longest := time.Duration(math.MaxInt64); s >= longest.Seconds() {
+		// A QPS so small that the next token is centuries away: converted,
+		// the float would overflow (to a negative wait on amd64).
+		return longest
+	}
+	return max(time.Duration(s*float64(time.Second)), time.Millisecond)
 }
 
 // refund gives back the token of a request that failed other than with a

@@ -453,6 +453,42 @@ func TestQueueingClockSetBack(t *testing.T) {
 	}
 }
 
+// A clock set back (a fake clock in a user's test) does not stall the
+// bucket until it passes the time it was set back from: the tokens refill
+// from the new time, as x/time/rate's do.
+func TestPacerClockSetBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p pacer
+	p.init(10, 1, defaultWorkers, true, t0)
+	if p.take(t0) != 0 {
+		t.Fatal("the burst's token was not there")
+	}
+	back := t0.Add(-time.Hour)
+	if w := p.take(back); w <= 0 || w > 100*time.Millisecond {
+		t.Fatalf("an empty bucket at 10 writes/s waits %v for its next token, want at most 100ms", w)
+	}
+	if w := p.take(back.Add(100 * time.Millisecond)); w != 0 {
+		t.Fatalf("100 ms after the clock was set back an hour, at 10 writes/s, the next token is %v away", w)
+	}
+}
+
+// A QPS so small that the next token is centuries away waits the longest
+// duration, not a negative one (the float overflows the conversion) that
+// take would turn into a millisecond: the dispatcher must not wake every
+// millisecond for a token that never comes.
+func TestPacerTinyRateWaitsLong(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, qps := range []float64{1e-9, 1e-12, math.SmallestNonzeroFloat64} {
+		var p pacer
+		p.init(qps, 1, defaultWorkers, true, t0)
+		p.take(t0)
+		want := time.Duration(math.Min(1/qps, float64(math.MaxInt64)/1e9) * 1e9 * 0.999)
+		if w := p.take(t0); w < want {
+			t.Errorf("QPS %g: the next token is %v away, want at least %v", qps, w, want)
+		}
+	}
+}
+
 // With no write limit, a rate cut by a 429 grows back while it holds the
 // writes back, and is no limit again once it passes what the workers can
 // send at the usual round trip (4 workers, 2 ms: 2,000 writes/s), not
