@@ -162,10 +162,12 @@ const stopSlack = 100 * time.Millisecond
 // Stop returns once the workers have returned, or at the latest when ctx
 // ends plus a short slack (100 ms) for cancelled requests to return. A
 // write still under way then (a sink that ignores its context or has none)
-// is counted as abandoned now; its worker goroutine stays until the sink
-// call returns, and its result, if it comes, is not counted again (it is
-// logged at V(2)). Stop is idempotent; Add after Stop counts the event as
-// abandoned.
+// is counted as abandoned now; its worker goroutine, and one of Stop's
+// waiting for it, stay until the sink call returns, and its result, if it
+// comes, is not counted again (it is logged at V(2)). A write the server
+// stored whose OnWritten callback is still running then is counted
+// written, not abandoned. Stop is idempotent; Add after Stop counts the
+// event as abandoned.
 func (e *Engine) Stop(ctx context.Context) int64 {
 	e.mu.Lock()
 	if e.stopped {
@@ -203,6 +205,12 @@ func (e *Engine) Stop(ctx context.Context) int64 {
 		switch {
 		case t == nil:
 			abandoned += it.n
+			releaseAll(it)
+		case t.stored && !t.abandoned:
+			// Stored; its worker is still in OnWritten.
+			t.abandoned = true
+			e.c.inFlight -= it.n
+			e.c.written(it)
 			releaseAll(it)
 		case !t.abandoned:
 			t.abandoned = true

@@ -91,6 +91,10 @@ type task struct {
 	// abandoned is set (under the engine's lock) by Stop when it gave up
 	// waiting for this write; the worker then accounts nothing.
 	abandoned bool
+	// stored is set (under the engine's lock) by the worker when the
+	// server stored the write and only OnWritten is left to run: a Stop
+	// that gives up meanwhile counts it written, not abandoned.
+	stored bool
 }
 
 // outcome is what happened to a task's write.

@@ -111,7 +111,10 @@ type Options struct {
 	// OnWritten, if set, is called after each successful write with the
 	// key, the event as it was sent and the event the API server returned,
 	// from the worker goroutine, outside the engine's locks, before a Flush
-	// waiting for the write returns.
+	// waiting for the write returns. It must not call the engine's Flush or
+	// Stop: both wait for the write it reports, so a Flush returns only
+	// when its context ends and a Stop only at its deadline (never, with a
+	// context that never ends).
 	OnWritten func(key string, sent, stored *v1.Event)
 
 	// keyInterval is the shortest time between the starts of two writes

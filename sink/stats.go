@@ -192,6 +192,16 @@ type counters struct {
 	dropped                                                   [numReasons]int64
 }
 
+// written counts the write of it stored, by Create or by Patch.
+func (c *counters) written(it *item) {
+	if it.create {
+		c.created++
+	} else {
+		c.patched++
+	}
+	c.coalesced += it.n - 1
+}
+
 // drop counts n events dropped for r and returns the total for r.
 func (c *counters) drop(r dropReason, n int64) int64 {
 	i := reasonIndex(r)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/sink"
+	"github.com/heraldk8s/herald/sink/sinktest"
 )
 
 // blockingSink is a plain EventSink (no context methods) whose writes
@@ -80,6 +81,39 @@ func TestStopKeepsDeadlineWithStuckSinks(t *testing.T) {
 				t.Fatalf("a write that returned after Stop was counted again: %+v", s)
 			}
 		})
+	}
+}
+
+// A write the server stored is counted written, not abandoned, when Stop
+// gives up while its OnWritten callback still runs (record's callback feeds
+// the correlator there), and not counted again when the callback returns.
+func TestStopDuringOnWrittenCountsItWritten(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	s := sinktest.New()
+	entered, release := make(chan struct{}), make(chan struct{})
+	eng, err := sink.NewEngine(s, sink.Options{QPS: sink.Unlimited, OnWritten: func(string, *v1.Event, *v1.Event) {
+		close(entered)
+		<-release
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start(ctx)
+	eng.Add("k", event("e", 1), nil)
+	<-entered
+	if n := stopWithin(t, eng, 10*time.Millisecond); n != 0 {
+		t.Errorf("Stop abandoned %d events, want 0: the server has the one written", n)
+	}
+	if st := eng.Stats(); st.Created != 1 || st.Abandoned != 0 || st.InFlight != 0 {
+		t.Errorf("after Stop: %+v, want created 1, nothing abandoned or in flight", st)
+	}
+	close(release)
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	if st := eng.Stats(); st.Created != 1 || st.Abandoned != 0 || st.InFlight != 0 {
+		t.Errorf("after the callback returned: %+v, want created 1 once", st)
+	}
+	if _, ok := s.Get("ns", "e"); !ok {
+		t.Error("the sink does not hold the event")
 	}
 }
 

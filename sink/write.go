@@ -54,15 +54,21 @@ func (e *Engine) run(t *task) {
 
 	if res == outWritten && e.opts.OnWritten != nil {
 		// Before the waiters are released: a Flush that returns has fed
-		// the correlator.
+		// the correlator. And before the key's next write can go (finish
+		// below), so that the correlator sees the key's writes in order.
+		// A Stop that gives up meanwhile counts the write as what it is.
+		e.mu.Lock()
+		t.stored = !t.abandoned
+		e.mu.Unlock()
 		e.callOnWritten(t.en.key, t.it.ev, out)
 	}
 
 	e.mu.Lock()
 	if t.abandoned {
-		// Stop counted it already.
+		// Stop counted it already: written if stored was set in time,
+		// abandoned otherwise.
 		e.mu.Unlock()
-		if res != outAbandoned {
+		if res != outAbandoned && !t.stored {
 			e.logger.V(2).Info("Event write returned after the engine stopped; it was counted as abandoned",
 				"event", klog.KObj(t.it.ev), "err", err)
 		}
@@ -80,12 +86,7 @@ func (e *Engine) run(t *task) {
 		reason = dropRetriesExhausted
 		total = e.c.drop(reason, t.it.n)
 	case res == outWritten:
-		if t.it.create {
-			e.c.created++
-		} else {
-			e.c.patched++
-		}
-		e.c.coalesced += t.it.n - 1
+		e.c.written(t.it)
 	case res == outDropped:
 		total = e.c.drop(reason, t.it.n)
 	case res == outAbandoned:
