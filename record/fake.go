@@ -8,13 +8,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/heraldk8s/herald/internal/fakeoverflow"
+	"github.com/heraldk8s/herald/internal/nilcheck"
 )
 
 // FakeRecorder is client-go's FakeRecorder: it formats each event as a
 // string and sends it on Events. Unlike client-go's it never blocks a test:
 // when Events is full (or nil) the event is counted in Overflow instead of
-// blocking forever (or vanishing), and a nil object with IncludeObject set
-// does not panic. The string format is client-go's:
+// blocking forever (or vanishing), and a nil object (or a typed nil, such
+// as a nil *v1.Pod) with IncludeObject set does not panic. The string format is client-go's:
 //
 //	"<type> <reason> <message>[ involvedObject{kind=K,apiVersion=G/V}][ map[annotations]]"
 //
@@ -83,7 +84,7 @@ func (f *FakeRecorder) write(object runtime.Object, annotations map[string]strin
 	s := eventtype + " " + reason + " " + message
 	if f.IncludeObject {
 		var kind, apiVersion string
-		if object != nil {
+		if !nilcheck.IsNil(object) { // a nil *Pod too
 			gvk := object.GetObjectKind().GroupVersionKind()
 			kind, apiVersion = gvk.Kind, gvk.GroupVersion().String()
 		}

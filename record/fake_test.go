@@ -41,6 +41,11 @@ func TestFakeRecorderNeverBlocks(t *testing.T) {
 	if got := <-f.Events; got != "Normal A fits involvedObject{kind=,apiVersion=}" {
 		t.Fatalf("got %q", got)
 	}
+	var nilPod *v1.Pod
+	f.Event(nilPod, v1.EventTypeNormal, "T", "typed nil") // no panic either
+	if got := <-f.Events; got != "Normal T typed nil involvedObject{kind=,apiVersion=}" {
+		t.Fatalf("typed nil object: got %q", got)
+	}
 	if f.Overflow() != 1 {
 		t.Fatalf("overflow %d", f.Overflow())
 	}
