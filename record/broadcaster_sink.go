@@ -36,8 +36,14 @@ type sinkPipeline struct {
 	w        watchext.Watcher
 	received atomic.Int64 // events taken from w's channel
 	lost     atomic.Int64 // events taken from w's channel after Shutdown gave up: abandoned
-	retiring atomic.Bool  // its channel is closed and drained: it is flushing and stopping
-	stopMu   sync.Mutex   // serialises stop: a second call returns once the engine has stopped
+	// filtered counts the events the correlator's spam filter skipped and
+	// toSink accounted (its Filtered). Not the correlator's own count: an
+	// event Shutdown counted as lost while the correlator still held it is
+	// one the correlator may count as filtered too, and one bucket must
+	// keep it without the other going down.
+	filtered atomic.Int64
+	retiring atomic.Bool // its channel is closed and drained: it is flushing and stopping
+	stopMu   sync.Mutex  // serialises stop: a second call returns once the engine has stopped
 
 	// mu guards correlating, giveUp and takenOver: the hand-over of an
 	// event between serve and a Shutdown that gives up.
@@ -184,12 +190,7 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) bool {
 	defer p.mu.Unlock()
 	p.correlating = false
 	if p.takenOver {
-		if err == nil && res.Skip {
-			// The correlator counted it as filtered as well: it is
-			// counted once.
-			p.lost.Add(-1)
-		}
-		return false
+		return false // counted as lost by abandon, filtered or not
 	}
 	if err != nil {
 		n := eb.c.dropped[slotCorrelatorPanicked].Add(1)
@@ -202,7 +203,8 @@ func (eb *broadcaster) toSink(p *sinkPipeline, ev *v1.Event) bool {
 		return true
 	}
 	if res.Skip {
-		return true // counted by the correlator's Stats
+		p.filtered.Add(1)
+		return true
 	}
 	key := res.Key
 	if key == "" {

@@ -26,7 +26,7 @@ func (s *Stats) addSink(p *sinkPipeline) {
 	es := p.engine.Stats()
 	cs := p.corr.Stats()
 	var t Stats
-	t.Filtered = int64(cs.Filtered)
+	t.Filtered = p.filtered.Load()
 	t.Aggregated = int64(cs.Aggregated)
 	t.CacheEvictions = int64(cs.AggregateEvictions + cs.ObserveEvictions + cs.SpamEvictions)
 	t.Coalesced = es.Coalesced
