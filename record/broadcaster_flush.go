@@ -83,15 +83,20 @@ func (eb *broadcaster) Flush(ctx context.Context) (err error) {
 		}
 	}()
 	watchers := make([]*eventWatcher, 0, len(eb.watchers))
-	fromHandler := false
+	fromHandler, fromSink := false, false
 	for _, ew := range eb.watchers {
-		fromHandler = fromHandler || (me != 0 && ew.goid.Load() == me)
+		if me != 0 && ew.goid.Load() == me {
+			fromHandler, fromSink = ew.sink == nil, ew.sink != nil
+		}
 	}
 	for _, ew := range eb.watchers {
-		if fromHandler && ew.sink == nil {
+		if fromSink || (fromHandler && ew.sink == nil) {
 			// Called from a handler, which cannot reach the mark before
 			// it returns: wait for the sinks only, so that handlers
-			// flushing at the same time never wait for each other.
+			// flushing at the same time never wait for each other. Called
+			// from a sink's correlator function, wait for no watcher: the
+			// sinks share those functions, and two sinks flushing from
+			// them would wait for each other.
 			continue
 		}
 		watchers = append(watchers, ew)

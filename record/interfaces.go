@@ -117,7 +117,11 @@ type EventBroadcaster interface {
 	// It does not stop anything. Called from a StartEventWatcher handler, it
 	// waits for the sinks only: not for that handler's own watcher, which
 	// cannot go on before the handler returns, nor for other handlers, which
-	// may be flushing too. If Shutdown
+	// may be flushing too. Called from a sink's correlator function (a
+	// CorrelatorOptions KeyFunc, MessageFunc or SpamKeyFunc, run by that
+	// sink's goroutine), it waits only until every event recorded before
+	// the call has been broadcast: every sink runs those functions, and two
+	// sinks flushing from them would wait for each other. If Shutdown
 	// finishes while Flush still waits for a handler that never returned,
 	// Flush returns an error then.
 	Flush(ctx context.Context) error

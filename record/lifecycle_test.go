@@ -175,6 +175,43 @@ func TestFlushSkipsStoppedStuckHandler(t *testing.T) {
 	within(t, 10*time.Second, "Flush", func() { e.flush() })
 }
 
+// TestFlushFromAKeyFunction: Flush called from a sink's correlator
+// function (run by that sink's goroutine; every sink of the broadcaster
+// runs it) waits for no sink, which could wait for each other, and returns
+// once what was recorded before it is broadcast. Two sinks flushing from
+// it at once return both.
+func TestFlushFromAKeyFunction(t *testing.T) {
+	var eb record.EventBroadcaster
+	errs := make(chan error, 2)
+	keyFunc := func(ev *v1.Event) (string, string) {
+		if ev.Reason == "Flush" {
+			errs <- eb.Flush(context.Background())
+		}
+		return record.EventAggregatorByReasonFunc(ev)
+	}
+	eb = record.NewBroadcaster(record.WithSinkOptions(sink.Options{QPS: sink.Unlimited}),
+		record.WithCorrelatorOptions(record.CorrelatorOptions{KeyFunc: keyFunc}))
+	defer eb.Shutdown()
+	a, b := sinktest.New(), sinktest.New()
+	eb.StartRecordingToSink(a)
+	eb.StartRecordingToSink(b)
+	rec := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: "c"})
+	rec.Event(pod("ns", "p"), v1.EventTypeNormal, "Flush", "m")
+	for range 2 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("Flush from a sink's key function: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Flush from a sink's key function waits for a sink")
+		}
+	}
+	if err := eb.Flush(context.Background()); err != nil || len(a.Events()) != 1 || len(b.Events()) != 1 {
+		t.Fatalf("Flush after: %v, stored %d and %d, want 1 each", err, len(a.Events()), len(b.Events()))
+	}
+}
+
 // TestFlushAndShutdownFromHandler: Flush and ShutdownWithContext called from
 // inside a handler do not wait for the handler's own watcher, even with a
 // context that never ends.
