@@ -60,10 +60,20 @@ func (ew *eventWatcher) abandon() (running bool) {
 }
 
 func (eb *broadcaster) StartEventWatcher(eventHandler func(*v1.Event)) apiwatch.Interface {
+	if eventHandler == nil {
+		// Refused once, as a nil sink is: started, it would panic (and
+		// log) once per event.
+		eb.logger.Error(nil, "Unable to start an event watcher with a nil handler; events are not handled by it")
+		return apiwatch.NewEmptyWatch()
+	}
 	return eb.startWatcher(eventHandler, nil)
 }
 
 func (eb *broadcaster) StartLogging(logf func(format string, args ...interface{})) apiwatch.Interface {
+	if logf == nil {
+		eb.logger.Error(nil, "Unable to start logging events to a nil function; events are not logged by it")
+		return apiwatch.NewEmptyWatch()
+	}
 	return eb.StartEventWatcher(func(e *v1.Event) {
 		logf("Event(%#v): type: '%v' reason: '%v' %v", e.InvolvedObject, e.Type, e.Reason, e.Message)
 	})

@@ -72,7 +72,8 @@ type EventBroadcaster interface {
 	// misses are counted by the returned watch's Dropped method (reach it
 	// with a type assertion to interface{ Dropped() uint64 }), not in
 	// Stats, and no other watcher, Flush (past its context), Stats or
-	// Start* waits for it.
+	// Start* waits for it. A nil handler is refused with an error log and
+	// an empty watch.
 	StartEventWatcher(eventHandler func(*v1.Event)) watch.Interface
 
 	// StartRecordingToSink correlates every event recorded after the call
@@ -87,7 +88,7 @@ type EventBroadcaster interface {
 	StartRecordingToSink(sink EventSink) watch.Interface
 
 	// StartLogging calls logf with a line for each event, in client-go's
-	// format.
+	// format. A nil logf is refused as a nil handler is.
 	StartLogging(logf func(format string, args ...interface{})) watch.Interface
 
 	// StartStructuredLogging logs each event as "Event occurred" at the

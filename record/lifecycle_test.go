@@ -594,6 +594,39 @@ func TestIdentityInEveryConfiguration(t *testing.T) {
 	})
 }
 
+// TestNilHandlerIsRefusedOnce: StartEventWatcher and StartLogging refuse a
+// nil function with one error line and an empty watch, as
+// StartRecordingToSink refuses a nil sink; started, it would panic and log
+// once per event.
+func TestNilHandlerIsRefusedOnce(t *testing.T) {
+	e := newEnv(t)
+	for _, w := range []apiwatch.Interface{e.eb.StartEventWatcher(nil), e.eb.StartLogging(nil)} {
+		select {
+		case _, open := <-w.ResultChan():
+			if open {
+				t.Error("the watch of a nil function sent an event")
+			}
+		default:
+			t.Error("the watch of a nil function is not an empty one (its channel is open)")
+		}
+		w.Stop()
+	}
+	for i := range 20 {
+		e.rec.Eventf(pod("ns", "p"), v1.EventTypeNormal, "R", "m%d", i)
+	}
+	e.flush()
+	logs := e.logs()
+	if n := strings.Count(logs, "nil handler"); n != 1 {
+		t.Errorf("%d lines refuse the nil handler, want 1:\n%s", n, logs)
+	}
+	if n := strings.Count(logs, "nil function"); n != 1 {
+		t.Errorf("%d lines refuse the nil logging function, want 1:\n%s", n, logs)
+	}
+	if strings.Contains(logs, "panicked") {
+		t.Errorf("a nil function was called:\n%s", logs)
+	}
+}
+
 // TestCorrelatorPanicIsCountedDrop: a user's KeyFunc that panics costs the
 // event (counted as correlator_panicked and logged), not the process.
 func TestCorrelatorPanicIsCountedDrop(t *testing.T) {
