@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/heraldk8s/herald/internal/nilcheck"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -16,6 +19,7 @@ type StatsSource interface {
 // for concurrent use.
 type Collector struct {
 	src StatsSource
+	err error // the source is nil: registering fails, collecting reports it
 
 	recorded, written, coalesced, filtered, aggregated, dropped, retries, abandoned,
 	evictions, queued, pending, inFlight *prometheus.Desc
@@ -26,13 +30,25 @@ type Collector struct {
 
 var _ prometheus.Collector = (*Collector)(nil)
 
-// NewCollector returns a collector reading src. constLabels may be nil.
+// errNilSource is what a collector of a nil source reports.
+var errNilSource = errors.New("herald metrics: NewCollector was given a nil source")
+
+// NewCollector returns a collector reading src. constLabels may be nil. A
+// nil src (or a typed nil) makes a collector that a registry refuses
+// (Register returns the error, MustRegister panics, at startup) and that,
+// collected unregistered, reports the error instead of panicking at a
+// scrape.
 func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("herald_events_"+name, help, labels, constLabels)
 	}
+	var err error
+	if nilcheck.IsNil(src) {
+		err = errNilSource
+	}
 	return &Collector{
 		src:        src,
+		err:        err,
 		recorded:   d("recorded_total", "Events passed to a recorder (Event, Eventf, AnnotatedEventf)."),
 		written:    d("written_total", "Successful event writes to the API server.", "op"),
 		coalesced:  d("coalesced_total", "Events whose count reached the API server in a later write of the same event."),
@@ -63,6 +79,10 @@ func NewCollector(src StatsSource, constLabels prometheus.Labels) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	if c.err != nil {
+		ch <- prometheus.NewInvalidDesc(c.err)
+		return
+	}
 	for _, d := range []*prometheus.Desc{c.recorded, c.written, c.coalesced, c.filtered, c.aggregated,
 		c.dropped, c.retries, c.abandoned, c.evictions, c.queued, c.pending, c.inFlight,
 		c.probing, c.shedding, c.probes, c.writeRate, c.rateCuts, c.heldBack, c.oldestPending} {
@@ -72,6 +92,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.err != nil {
+		ch <- prometheus.NewInvalidMetric(prometheus.NewInvalidDesc(c.err), c.err)
+		return
+	}
 	s := c.src.Stats()
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)

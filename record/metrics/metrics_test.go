@@ -152,3 +152,32 @@ herald_events_oldest_pending_seconds 3
 		t.Fatalf("lint: %v %v", problems, err)
 	}
 }
+
+// A collector of a nil source (or a typed nil) is refused when registered,
+// with its error, and collected unregistered it reports the error: it never
+// panics at a scrape, where nothing would recover it.
+func TestNilSourceIsRefused(t *testing.T) {
+	var typedNil record.EventBroadcaster = (*nilBroadcaster)(nil)
+	for name, src := range map[string]metrics.StatsSource{"nil": nil, "typed nil": typedNil} {
+		reg := prometheus.NewPedanticRegistry()
+		if err := reg.Register(metrics.NewCollector(src, nil)); err == nil || !strings.Contains(err.Error(), "nil source") {
+			t.Errorf("%s: Register = %v, want the nil source's error", name, err)
+		}
+		unchecked := prometheus.NewRegistry()
+		unchecked.MustRegister(uncheckedCollector{metrics.NewCollector(src, nil)})
+		if _, err := unchecked.Gather(); err == nil || !strings.Contains(err.Error(), "nil source") {
+			t.Errorf("%s: Gather = %v, want the nil source's error", name, err)
+		}
+	}
+}
+
+// nilBroadcaster is a broadcaster type whose nil pointer is a typed nil
+// source.
+type nilBroadcaster struct{ record.EventBroadcaster }
+
+// uncheckedCollector hides Describe's descriptors: the registry collects it
+// without checking them.
+type uncheckedCollector struct{ c *metrics.Collector }
+
+func (u uncheckedCollector) Describe(chan<- *prometheus.Desc)    {}
+func (u uncheckedCollector) Collect(ch chan<- prometheus.Metric) { u.c.Collect(ch) }
