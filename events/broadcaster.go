@@ -56,9 +56,14 @@ func NewBroadcaster(s EventSink, opts ...Option) EventBroadcaster {
 // adapter writes events.k8s.io/v1-shaped events through core/v1).
 func newBroadcaster(s record.EventSink, o options) *broadcaster {
 	all := make([]record.BroadcasterOption, 0, len(o.record)+2)
+	var (
+		once   sync.Once
+		series *seriesCorrelator // one per broadcaster, as client-go's cache
+	)
 	all = append(all,
 		hook.WithCorrelator(func(clk clock.PassiveClock) hook.Correlator {
-			return newSeriesCorrelator(clk, defaultCacheSize)
+			once.Do(func() { series = newSeriesCorrelator(clk, defaultCacheSize) })
+			return series.session()
 		}).(record.BroadcasterOption),
 		hook.WithKeyInterval(o.seriesInterval).(record.BroadcasterOption))
 	all = append(all, o.record...)

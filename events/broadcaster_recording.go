@@ -164,7 +164,8 @@ func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 // milliseconds; at most the shutdown grace period), and the events
 // recorded meanwhile are held and handed to the new sink, so that each
 // event recorded after the call is written once, by one of them. The call
-// never waits for that.
+// never waits for that. The series go on across the restart, as
+// client-go's: they are the broadcaster's, not the sink's.
 func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error {
 	return b.start(ctx, nil)
 }

@@ -168,6 +168,39 @@ func TestStartRecordingToSinkWithContextAfterCancelRestarts(t *testing.T) {
 	check.Settled(t, b.Stats())
 }
 
+// A series goes on across a restart of recording, as client-go's does (its
+// cache of series is the broadcaster's): an occurrence seconds after the
+// first, recorded once recording was started again, patches the first
+// event to a series of 2 instead of creating an event of its own. The
+// broadcaster's Stats count each occurrence once.
+func TestSeriesGoesOnAcrossARestart(t *testing.T) {
+	b, s := newRestartBroadcaster(t)
+	r := b.NewRecorder(scheme.Scheme, "example.com/ctl")
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeWarning, "BackOff", "Restart", "crashed")
+	flush(t, b)
+	cancel()
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatalf("restart refused: %v", err)
+	}
+	r.Eventf(pod("ns", "p"), nil, v1.EventTypeWarning, "BackOff", "Restart", "crashed")
+	flush(t, b)
+	evs := s.all()
+	if len(evs) != 1 || count(evs[0]) != 2 {
+		for _, e := range evs {
+			t.Logf("stored %s, count %d", e.Name, count(e))
+		}
+		t.Fatalf("two occurrences of one series across a restart stored as %d events, want one series of 2", len(evs))
+	}
+	if st := b.Stats(); st.Created != 1 || st.Patched != 1 || st.CacheEvictions != 0 {
+		t.Errorf("stats %+v, want 1 created, 1 patched, no eviction", st)
+	}
+	check.Settled(t, b.Stats())
+}
+
 // Restarts while another goroutine records all the time: no event is
 // written twice (those recorded between a stop and the next start may reach
 // no sink), and every event recorded by the restarting goroutine itself

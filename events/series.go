@@ -39,12 +39,24 @@ const (
 // the event a series whose count and lastObservedTime are patched. It hands
 // every occurrence to the engine, which writes the newest state of each key
 // (see Option WithSeriesInterval), so no count is lost.
+//
+// A broadcaster has one, as client-go's has one cache of series: a series
+// goes on across a restart of recording. Each recording session correlates
+// through a seriesSession of its own, which counts what it correlated.
 type seriesCorrelator struct {
 	clk clock.PassiveClock
 
-	mu    sync.Mutex
-	cache *lru.Cache // series key -> *series
-	st    correlator.Stats
+	mu      sync.Mutex
+	cache   *lru.Cache // series key -> *series
+	evicted uint64     // series forgotten as the cache filled
+}
+
+// seriesSession is one recording session's correlator: the broadcaster's
+// series, the session's counts (the broadcaster's Stats add up its
+// sessions', so each occurrence and eviction is counted in one).
+type seriesSession struct {
+	c  *seriesCorrelator
+	st correlator.Stats // guarded by c.mu
 }
 
 // series is one open event: the first occurrence as created and how many
@@ -57,24 +69,28 @@ type series struct {
 
 func newSeriesCorrelator(clk clock.PassiveClock, size int) *seriesCorrelator {
 	c := &seriesCorrelator{clk: clk, cache: lru.New(size)}
-	c.cache.OnEvicted = func(lru.Key, any) { c.st.ObserveEvictions++ }
+	c.cache.OnEvicted = func(lru.Key, any) { c.evicted++ }
 	return c
 }
+
+// session returns a new recording session's correlator over c's series.
+func (c *seriesCorrelator) session() *seriesSession { return &seriesSession{c: c} }
 
 var errNilEvent = errors.New("events: nil event")
 
 // EventCorrelate returns the write for ev: a Create for the first
 // occurrence of its key, else the first occurrence with its series and the
 // series patch.
-func (c *seriesCorrelator) EventCorrelate(ev *v1.Event) (*correlator.EventCorrelateResult, error) {
+func (s *seriesSession) EventCorrelate(ev *v1.Event) (*correlator.EventCorrelateResult, error) {
 	if ev == nil {
 		return nil, errNilEvent
 	}
+	c := s.c
 	key := seriesKey(ev)
 	now := c.clk.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.st.Correlated++
+	s.st.Correlated++
 	if v, ok := c.cache.Get(key); ok {
 		s := v.(*series)
 		if now.Sub(s.last) <= finishTime {
@@ -88,19 +104,21 @@ func (c *seriesCorrelator) EventCorrelate(ev *v1.Event) (*correlator.EventCorrel
 			return &correlator.EventCorrelateResult{Key: key, Event: &out, Patch: seriesPatch(s.count, t)}, nil
 		}
 	}
+	evicted := c.evicted
 	c.cache.Add(key, &series{first: ev, count: 1, last: now})
+	s.st.ObserveEvictions += c.evicted - evicted
 	return &correlator.EventCorrelateResult{Key: key, Event: ev}, nil
 }
 
 // UpdateStateForWrite does nothing: a series is patched by name, and the
 // server's answer changes nothing the next write needs.
-func (c *seriesCorrelator) UpdateStateForWrite(string, string, *v1.Event) {}
+func (s *seriesSession) UpdateStateForWrite(string, string, *v1.Event) {}
 
-func (c *seriesCorrelator) Stats() correlator.Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.st
-	st.ObserveEntries = c.cache.Len()
+func (s *seriesSession) Stats() correlator.Stats {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	st := s.st
+	st.ObserveEntries = s.c.cache.Len()
 	return st
 }
 
