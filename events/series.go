@@ -92,16 +92,16 @@ func (s *seriesSession) EventCorrelate(ev *v1.Event) (*correlator.EventCorrelate
 	defer c.mu.Unlock()
 	s.st.Correlated++
 	if v, ok := c.cache.Get(key); ok {
-		s := v.(*series)
-		if now.Sub(s.last) <= finishTime {
-			if s.count < math.MaxInt32 {
-				s.count++
+		open := v.(*series)
+		if now.Sub(open.last) <= finishTime {
+			if open.count < math.MaxInt32 {
+				open.count++
 			}
-			s.last = now
-			out := *s.first
+			open.last = now
+			out := *open.first
 			t := metav1.NewMicroTime(now)
-			out.Series = &v1.EventSeries{Count: s.count, LastObservedTime: t}
-			return &correlator.EventCorrelateResult{Key: key, Event: &out, Patch: seriesPatch(s.count, t)}, nil
+			out.Series = &v1.EventSeries{Count: open.count, LastObservedTime: t}
+			return &correlator.EventCorrelateResult{Key: key, Event: &out, Patch: seriesPatch(open.count, t)}, nil
 		}
 	}
 	evicted := c.evicted

@@ -15,7 +15,8 @@ import (
 // string and sends it on Events. Unlike client-go's it never blocks a test:
 // when Events is full (or nil) the event is counted in Overflow instead of
 // blocking forever (or vanishing), and a nil object (or a typed nil, such
-// as a nil *v1.Pod) with IncludeObject set does not panic. The string format is client-go's:
+// as a nil *v1.Pod) with IncludeObject set does not panic. The string
+// format is client-go's:
 //
 //	"<type> <reason> <message>[ involvedObject{kind=K,apiVersion=G/V}][ map[annotations]]"
 //
