@@ -9,7 +9,8 @@
 // (watch.Filter, a range over ResultChan, code written for client-go's record
 // package) consumes ours unchanged. apimachinery's own mux tests pass against
 // it from another module with only the import changed
-// (internal/testing/muxcompat).
+// (internal/testing/muxcompat), but for TestBroadcasterShutdownRace, which
+// drives apimachinery's internals and is rewritten there.
 //
 // herald's record package produces its events through a Broadcaster.
 //
