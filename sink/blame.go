@@ -73,8 +73,21 @@ func (b *blame) success(ns string, up bool, now time.Time) {
 			b.alone[en.ns] = struct{}{}
 		}
 	}
+	for _, en := range b.suspects {
+		en.suspectTries = 0 // the server answered meanwhile: the charges stand
+	}
 	clear(b.suspects)
 	b.suspects = b.suspects[:0]
+}
+
+// suspected reports whether en is among the suspects.
+func (b *blame) suspected(en *entry) bool {
+	for _, s := range b.suspects {
+		if s == en {
+			return true
+		}
+	}
+	return false
 }
 
 // note records that en failed for a reason already judged the server's, so

@@ -267,3 +267,63 @@ func TestSchedMarksWritesThatMayHaveBeenStored(t *testing.T) {
 		}
 	}
 }
+
+// stepKey dispatches the write of key at now, finishes it with r and
+// checks the invariants.
+func stepKey(t *testing.T, s *sched, key string, now time.Time, r result) verdict {
+	t.Helper()
+	tk, _ := s.next(now)
+	if tk == nil || tk.en.key != key {
+		t.Fatalf("%v: dispatched %+v, want %s", now, tk, key)
+	}
+	v := s.finish(tk, r, now)
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// A key that failed twice with no evidence either way (each 5xx charged,
+// "the first 5xx ... the key, until a second key says otherwise") has both
+// tries refunded when a second key shows the failures were the server's,
+// not one: after the outage it still has all of MaxTries for failures of
+// its own.
+func TestSchedServerFailureRefundsEveryTryOfTheFirstKey(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newTestSched(t, Options{QPS: Unlimited, MaxTries: 3}, t0)
+	five := result{out: outFailed, fault: faultStatus}
+	s.add("a", schedItem("a", t0), t0)
+	stepKey(t, s, "a", t0, five)
+	a := s.entries["a"]
+	now := a.readyAt
+	stepKey(t, s, "a", now, five)
+	if a.failures != 2 || s.health.down {
+		t.Fatalf("after two 500s of one key alone: failures %d, down %v; want 2 charged, up", a.failures, s.health.down)
+	}
+	s.add("b", schedItem("b", now), now)
+	stepKey(t, s, "b", now, five)
+	if !s.health.down || a.failures != 0 {
+		t.Fatalf("after a second key's 500: down %v, a charged %d; want down and every try refunded", s.health.down, a.failures)
+	}
+	// The probe (b: a backs off) is answered; then a fails alone, twice:
+	// with MaxTries 3 it has a try left.
+	now = s.health.probeAt
+	tk, _ := s.next(now)
+	if tk == nil || tk.en.key != "b" || !tk.probe {
+		t.Fatalf("probe %+v, want b's", tk)
+	}
+	s.finish(tk, result{out: outWritten}, now)
+	for i := range 2 {
+		now = maxTime(now, a.readyAt)
+		if v := stepKey(t, s, "a", now, five); v == vExhausted {
+			t.Fatalf("a dropped after %d failures of its own, MaxTries 3", i+1)
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -46,7 +46,7 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 // answered records that the server answered a write of en sent at sentAt
 // (stored it, or refused it for a reason of its own): it is up.
 func (s *sched) answered(en *entry, written bool, sentAt, now time.Time) {
-	en.failures, en.failed, en.failedAt, en.sheds, en.shedFor = 0, false, time.Time{}, 0, 0
+	en.failures, en.suspectTries, en.failed, en.failedAt, en.sheds, en.shedFor = 0, 0, false, time.Time{}, 0, 0
 	s.blame.success(en.ns, !s.health.down, now)
 	if s.health.down && s.health.overloaded {
 		s.pace.restartAfterPause(now)
@@ -123,7 +123,7 @@ func (s *sched) failed(t *task, r result, now time.Time) verdict {
 	case byKey:
 		en.failures++
 		if en.failures >= s.maxTries {
-			en.failures = 0
+			en.failures, en.suspectTries = 0, 0
 			return vExhausted
 		}
 		d := backoff(en.failures, s.base, s.max, s.rnd)
@@ -183,7 +183,11 @@ func (s *sched) blameOf(t *task, r result, now time.Time, wait time.Duration) wh
 	silent := r.fault == faultTransport && (s.blame.lastOK.IsZero() || t.sentAt.Sub(s.blame.lastOK) >= s.base)
 	w, refund := s.blame.failure(t.en, t.sentAt, silent, s.readyOutside)
 	for _, en := range refund {
-		en.failures = max(0, en.failures-1)
+		en.failures = max(0, en.failures-en.suspectTries)
+		en.suspectTries = 0
+	}
+	if w == byKey && s.blame.suspected(t.en) {
+		t.en.suspectTries++ // the try charged now, on no evidence yet
 	}
 	return w
 }

@@ -47,8 +47,11 @@ type entry struct {
 	queue []*item // waiting writes, oldest first; neighbours have different event names
 	busy  *task   // the write under way, in stBusy
 	// failures counts the consecutive tries of this key charged to it
-	// (see blame); it is dropped after maxTries.
-	failures int
+	// (see blame); it is dropped after maxTries. suspectTries are those of
+	// them charged while the key was a suspect (no evidence yet whose the
+	// failure was): all are refunded if a second key shows it was the
+	// server's.
+	failures, suspectTries int
 	// failed: the last write of this key failed (it is then not chosen as
 	// a probe while another key waits); sheds: consecutive 429s with
 	// Retry-After (only the first cuts the rate).

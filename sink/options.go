@@ -70,7 +70,8 @@ type Options struct {
 	// table): a retried failure other than a 429 with Retry-After while the
 	// server answers other writes (or the first 5xx or 429 without
 	// Retry-After, or no answer within BaseDelay of another answer, until
-	// a second key shows it is the server's; that try is then refunded).
+	// a second key shows it is the server's; those tries are then
+	// refunded).
 	// The server's failures (a failed probe, no answer, 5xx
 	// of distinct keys with nothing answered in between) and load
 	// shedding (a 429 with Retry-After) are never charged, so during an
