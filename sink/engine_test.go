@@ -229,6 +229,37 @@ func TestPatchNotFoundCreates(t *testing.T) {
 	}
 }
 
+// An event that comes and goes between the requests of one write (its
+// patch answered NotFound, its create AlreadyExists, the patch that
+// follows NotFound again: its time to live ran out meanwhile) is created
+// anew in the same write. The last 404 once left the write as a patch's,
+// read as a 5xx: the key was retried, and two such keys with nothing
+// answered in between made the server look down.
+func TestEventGoneBetweenTwoRequestsIsCreated(t *testing.T) {
+	h := newHarness(t, sink.Options{})
+	var refused sync.Map // event names whose first create was answered AlreadyExists
+	h.sink.SetFault(func(_ context.Context, op sinktest.Op, ev *v1.Event) error {
+		if op == sinktest.OpCreate {
+			if _, again := refused.LoadOrStore(ev.Name, true); !again {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, ev.Name)
+			}
+		}
+		return nil
+	})
+	for _, name := range []string{"e1", "e2"} {
+		h.eng.Add(name, event(name, 3), patchFor(3)) // never created: every patch is answered NotFound
+	}
+	h.flush()
+	for _, name := range []string{"e1", "e2"} {
+		if got, ok := h.sink.Get("ns", name); !ok || got.Count != 3 {
+			t.Errorf("%s: stored %+v, want count 3", name, got)
+		}
+	}
+	if s := h.eng.Stats(); s.Created != 2 || s.Retried != 0 || s.Probes != 0 || s.Server != sink.ServerHealthy {
+		t.Fatalf("stats %+v, want both created in their first write, nothing retried, the server healthy", s)
+	}
+}
+
 func TestPermanentErrorsDropOnce(t *testing.T) {
 	gr := schema.GroupResource{Resource: "events"}
 	terminating := apierrors.NewForbidden(gr, "e", errors.New("namespace is being terminated"))

@@ -153,6 +153,13 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 		// patch brings it to the newest state.
 		it.create = false
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
+		if err != nil && classify(err, true).errClass == classCreateInstead {
+			// Gone between the two requests (its time to live ran
+			// out): created anew, once. A patch's 404 must not leave
+			// here, where it would read as a 5xx of the server's.
+			it.create = true
+			out, err = create(rctx, e.sink, &ev)
+		}
 	case it.sent:
 		// An earlier try stored it and its answer was lost: the event the
 		// server has is this one (event names are unique), so it is
