@@ -62,8 +62,9 @@ var (
 // (sink.NewForConfig and events.NewForConfig: no client-side rate limit,
 // herald's write limit being the budget, and a " herald-events" user
 // agent), and logs through opts.Logger (by default
-// controller-runtime's log.Log, as the manager does); with V(1) enabled
-// there, every event is also logged, as controller-runtime's recorders do.
+// controller-runtime's log.Log, as the manager does); while V(1) is enabled
+// there, every event is also logged, as controller-runtime's recorders do
+// (the level is read at each event).
 //
 // NewManager starts herald's goroutines at once: call Start, or Shutdown
 // when the manager is dropped without being started.

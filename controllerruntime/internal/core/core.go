@@ -146,11 +146,12 @@ func New(cfg *rest.Config, opts manager.Options, o Options, provider func(*Manag
 	if err := m.events.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		return fail(err)
 	}
-	if logger.V(1).Enabled() {
-		// As controller-runtime's recorder provider does.
-		m.core.StartStructuredLogging(1)
-		m.events.StartStructuredLogging(1)
-	}
+	// As controller-runtime's recorder provider does: always, the level
+	// read at each event, so that a V(1) enabled later (a logger whose
+	// level changes at run time, or ctrl.SetLogger called after
+	// NewManager) logs the events from then on.
+	m.core.StartStructuredLogging(1)
+	m.events.StartStructuredLogging(1)
 	return m, nil
 }
 
