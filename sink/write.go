@@ -137,7 +137,7 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 	defer cancel()
 	if !it.create {
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
-		if err == nil || classify(err, true).errClass != classCreateInstead {
+		if !gone(err) {
 			return checkResponse(out, err)
 		}
 		it.create = true
@@ -153,7 +153,7 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 		// patch brings it to the newest state.
 		it.create = false
 		out, err = patch(rctx, e.sink, it.ev, it.patch)
-		if err != nil && classify(err, true).errClass == classCreateInstead {
+		if gone(err) {
 			// Gone between the two requests (its time to live ran
 			// out): created anew, once. A patch's 404 must not leave
 			// here, where it would read as a 5xx of the server's.
@@ -167,6 +167,12 @@ func (e *Engine) write(ctx context.Context, it *item) (out *v1.Event, err error)
 		out, err = &ev, nil
 	}
 	return checkResponse(out, err)
+}
+
+// gone reports whether a patch's error says the event is not on the server
+// (it is then created instead).
+func gone(err error) bool {
+	return err != nil && classify(err, true).errClass == classCreateInstead
 }
 
 // checkResponse turns a success without a stored event (nil, or without a
