@@ -37,7 +37,13 @@ test: vet apiserver
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+## PUBLISHED_MODS are the modules users require besides the root one: each
+## requires herald's modules at the version tagged with it (CHANGELOG.md),
+## never v0.0.0, which a replace line serves here and no proxy ever will.
+PUBLISHED_MODS = controllerruntime/go.mod controllerruntime/cr24/go.mod controllerruntime/internal/go.mod
 vet:
+	@if grep -n 'github.com/heraldk8s/herald[^ ]* v0\.0\.0' $(PUBLISHED_MODS); then \
+	  echo "a published module requires a herald module at v0.0.0, which no tag provides"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -3,7 +3,7 @@ module github.com/heraldk8s/herald/controllerruntime
 go 1.26.0
 
 require (
-	github.com/heraldk8s/herald v0.0.0
+	github.com/heraldk8s/herald v0.1.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -39,7 +39,7 @@ require (
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/heraldk8s/herald/controllerruntime/internal v0.0.0
+	github.com/heraldk8s/herald/controllerruntime/internal v0.1.0
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect

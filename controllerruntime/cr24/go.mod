@@ -3,8 +3,8 @@ module github.com/heraldk8s/herald/controllerruntime/cr24
 go 1.25.0
 
 require (
-	github.com/heraldk8s/herald v0.0.0
-	github.com/heraldk8s/herald/controllerruntime/internal v0.0.0
+	github.com/heraldk8s/herald v0.1.0
+	github.com/heraldk8s/herald/controllerruntime/internal v0.1.0
 	k8s.io/api v0.35.10
 	k8s.io/apimachinery v0.35.10
 	k8s.io/client-go v0.35.10

@@ -3,7 +3,7 @@ module github.com/heraldk8s/herald/controllerruntime/internal
 go 1.25.0
 
 require (
-	github.com/heraldk8s/herald v0.0.0
+	github.com/heraldk8s/herald v0.1.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.35.10
 	k8s.io/apimachinery v0.35.10
