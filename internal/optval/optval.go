@@ -6,7 +6,12 @@
 // handled by its package before the rule.
 package optval
 
-import "k8s.io/klog/v2"
+import (
+	"math"
+	"strconv"
+
+	"k8s.io/klog/v2"
+)
 
 // Invalid is an option whose value was out of range and was replaced by
 // its default.
@@ -33,6 +38,16 @@ func Set[T ~int | ~int64](l *List, option string, v *T, def, limit T) {
 // Log logs one error line msg for each invalid option.
 func (l List) Log(logger klog.Logger, msg string) {
 	for _, b := range l {
-		logger.Error(nil, msg, "option", b.Option, "value", b.Value, "default", b.Default)
+		logger.Error(nil, msg, "option", b.Option, "value", loggable(b.Value), "default", b.Default)
 	}
+}
+
+// loggable returns v as a logger prints it: a NaN or an infinite float as
+// its name (a JSON logger has no number for it and would print an error in
+// its place).
+func loggable(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return v
 }

@@ -1,9 +1,13 @@
 package optval
 
 import (
+	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2/textlogger"
 )
 
 func TestSet(t *testing.T) {
@@ -20,5 +24,24 @@ func TestSet(t *testing.T) {
 	}
 	if len(l) != 3 || l[0].Option != "neg" || l[1].Option != "big" || l[2].Option != "dur" || l[0].Value != -1 || l[0].Default != 4 {
 		t.Errorf("invalid list %+v, want neg, big and dur with their values and defaults", l)
+	}
+}
+
+// TestLogNamesNonFiniteValues: a NaN or infinite value is logged by its
+// name; klog's text logger (like a JSON one) has no number for it and
+// printed an error in its place.
+func TestLogNamesNonFiniteValues(t *testing.T) {
+	var buf bytes.Buffer
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf)))
+	List{{"QPS", math.NaN(), 50.0}, {"QPS", math.Inf(1), 50.0}, {"QPS", -2.5, 50.0}}.Log(logger, "Invalid option")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{`value="NaN"`, `value="+Inf"`, `value=-2.5`}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d: %q", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) || strings.Contains(lines[i], "internal error") {
+			t.Errorf("line %d: %s, want %s, no internal error", i, lines[i], w)
+		}
 	}
 }
