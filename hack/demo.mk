@@ -1,7 +1,8 @@
 # demo.mk: `make demo`, the README's first command.
 #
-# Included by the root Makefile. It builds the kube-apiserver if needed
-# (the `apiserver` target, ~9 minutes the first time), builds the demo
+# Included by the root Makefile. Unless $KUBECONFIG is set, it builds the
+# kube-apiserver if needed (the `apiserver` target, ~9 minutes the first
+# time); it builds the demo
 # program (internal/cmd/demo, which runs examples/controller in-process), and
 # runs it: a local API server from internal/testing/testenv, or the cluster of
 # $KUBECONFIG when that is set. DEMO_ARGS passes flags, for example
@@ -14,13 +15,13 @@
 DEMO_BIN := $(CURDIR)/bin/herald-demo
 
 .PHONY: demo demo-events
-demo: apiserver
+demo: $(if $(KUBECONFIG),,apiserver)
 	@echo "==> Building the demo (internal/cmd/demo, examples/controller)"
 	@mkdir -p $(dir $(DEMO_BIN))
 	@$(GO) build -o $(DEMO_BIN) ./internal/cmd/demo
 	@$(DEMO_BIN) $(DEMO_ARGS)
 
-demo-events: apiserver
+demo-events: $(if $(KUBECONFIG),,apiserver)
 	@echo "==> Building the demo (internal/cmd/demo)"
 	@mkdir -p $(dir $(DEMO_BIN))
 	@$(GO) build -o $(DEMO_BIN) ./internal/cmd/demo

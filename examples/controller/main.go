@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	controller [-kubeconfig FILE] [-namespace NS] [-resync 30s] [-duration 0] [-v N]
+//	controller [-kubeconfig FILE] [-namespace NS] [-resync 30s] [-duration 0] [-shutdown-timeout 10s] [-v N]
 //
 // Without -kubeconfig it uses $KUBECONFIG, then ~/.kube/config, then the
 // in-cluster configuration. SIGINT or SIGTERM stops it gracefully: the events
