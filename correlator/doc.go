@@ -103,7 +103,8 @@
 //     1024) after the prefix is added, on a UTF-8 boundary.
 //   - A panic in KeyFunc, MessageFunc or SpamKeyFunc is an error wrapping
 //     [ErrPanicked] (client-go: the process crashes). The occurrence leaves
-//     no trace except, for MessageFunc, among the group's distinct messages.
+//     no trace except, for MessageFunc and SpamKeyFunc (which run after the
+//     aggregation stage), among the group's distinct messages.
 //   - UpdateState never lowers a count: writes are asynchronous, so the
 //     server's answer may be older than occurrences counted since.
 //   - Results carry Key (the correlation key, for coalescing writes) and

@@ -129,3 +129,66 @@ func sameResult(t *testing.T, i int, got, want *EventCorrelateResult) {
 		t.Fatalf("occurrence %d: event\n%+v\nreference\n%+v", i, g, w)
 	}
 }
+
+// A SpamKeyFunc that panics on a first occurrence evicts nothing: the new
+// observation enters the cache only once the function has returned. With a
+// cache of one, the panicked occurrence took the only place, and the next
+// repeat of the event before it was created anew (count 1, no patch).
+func TestPanickingSpamKeyFuncEvictsNothing(t *testing.T) {
+	clk := testclock.NewFakeClock(t0)
+	c := NewEventCorrelatorWithOptions(CorrelatorOptions{
+		Clock: clk, LRUCacheSize: 1, DisableAggregation: true, BurstSize: 100,
+		SpamKeyFunc: func(ev *v1.Event) string {
+			if ev.Message == "boom" {
+				panic("boom")
+			}
+			return defaultSpamKey(ev)
+		},
+	})
+	if _, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "boom")); !errors.Is(err, ErrPanicked) {
+		t.Fatalf("boom: %v, want ErrPanicked", err)
+	}
+	res, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Event.Count != 2 || res.Patch == nil {
+		t.Errorf("repeat of a after a panicked occurrence: count %d, patch %s; want count 2 and a patch", res.Event.Count, res.Patch)
+	}
+	if st := c.Stats(); st.ObserveEvictions != 0 || st.ObserveEntries != 1 {
+		t.Errorf("ObserveEvictions %d, ObserveEntries %d; want 0 and 1", st.ObserveEvictions, st.ObserveEntries)
+	}
+}
+
+// The one trace a panicking SpamKeyFunc leaves, as documented: it runs
+// after aggregation (it sees the event as written), so its occurrence's
+// message counts among the group's distinct messages, and the next
+// distinct message reaches MaxEvents one occurrence sooner than for a
+// correlator that never saw it.
+func TestPanickingSpamKeyFuncCountsAmongDistinctMessages(t *testing.T) {
+	clk := testclock.NewFakeClock(t0)
+	c := NewEventCorrelatorWithOptions(CorrelatorOptions{
+		Clock: clk, MaxEvents: 3, BurstSize: 100,
+		SpamKeyFunc: func(ev *v1.Event) string {
+			if ev.Message == "b" {
+				panic("boom")
+			}
+			return defaultSpamKey(ev)
+		},
+	})
+	for _, m := range []string{"a", "b", "c"} {
+		res, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", m))
+		if m == "b" {
+			if !errors.Is(err, ErrPanicked) {
+				t.Fatalf("b: %v, want ErrPanicked", err)
+			}
+			continue
+		}
+		if err != nil || res.Aggregated != (m == "c") {
+			t.Fatalf("%s: %+v, %v; want Aggregated %v", m, res, err, m == "c")
+		}
+	}
+}
