@@ -61,6 +61,10 @@
 //   - Drops are counted: [Broadcaster.Stats].
 //   - Errors after Shutdown are [ErrShutdown], usable with errors.Is (its
 //     text is apimachinery's).
+//   - An Action, Watch or WatchWithPrefix waiting for room in the incoming
+//     queue when Shutdown starts returns ErrShutdown with nothing queued:
+//     Shutdown does not wait for the callers a full queue holds.
+//     apimachinery's Shutdown waits for them and delivers their events.
 //   - The loop offers each event to the watchers in the order they registered
 //     (apimachinery's order is unspecified).
 //   - herald's record package also queues marks, markers that reach every
