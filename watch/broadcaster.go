@@ -120,6 +120,10 @@ type control struct {
 // errCanceled is what enqueue returns when its cancel channel closes.
 var errCanceled = errors.New("watch: enqueue canceled")
 
+// afterSend, if set (by tests, before any broadcaster starts), runs in the
+// loop each time it has offered an event to a watcher.
+var afterSend func()
+
 // NewBroadcaster returns a Broadcaster with an incoming queue of 25 entries
 // and watcher channels of queueLength events, as apimachinery's
 // NewBroadcaster. It starts the loop goroutine; call Shutdown to stop it.
@@ -484,7 +488,10 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 		if markCtx != nil && !wait {
 			r = w.sendMark(ev, markCtx)
 		} else {
-			r = w.send(ev, wait, abortA, abortB)
+			r = w.send(ev, markCtx == nil, wait, abortA, abortB)
+		}
+		if afterSend != nil {
+			afterSend()
 		}
 		switch r {
 		case sendStopped:
@@ -492,12 +499,8 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 			continue // forget it; Stop closes its channel
 		case sendFull:
 			if markCtx == nil {
-				w.dropped.Add(1)
 				b.watcherDropped.Add(1)
 			}
-		}
-		if markCtx == nil {
-			w.offered.Add(1)
 		}
 		live = append(live, w)
 	}

@@ -663,3 +663,36 @@ func consumeOne(w apiwatch.Interface) int {
 	ev := <-w.ResultChan()
 	return ev.Object.(*num).N
 }
+
+// A watcher's Offered and Dropped are final once Stop has returned, as their
+// doc says: the loop counts an event before it lets go of the watcher, not
+// after (the loop held here, between offering an event and going on, used to
+// count it after Stop had returned: a sink retired then kept one event
+// fewer than it was offered).
+func TestCountsFinalOnceStopped(t *testing.T) {
+	for _, behavior := range []watch.FullChannelBehavior{watch.DropIfChannelFull, watch.WaitIfChannelFull} {
+		offered, release := make(chan struct{}, 1), make(chan struct{})
+		watch.SetAfterSend(func() {
+			offered <- struct{}{}
+			<-release
+		})
+		b := watch.NewLongQueueBroadcaster(1, behavior)
+		w, err := b.Watch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Action(apiwatch.Added, &num{1}); err != nil {
+			t.Fatal(err)
+		}
+		<-offered // in the channel, the loop not yet past it
+		w.Stop()
+		ww := w.(watchext.Watcher)
+		atStop := ww.Offered()
+		close(release)
+		b.Shutdown()
+		watch.SetAfterSend(nil)
+		if atStop != 1 || ww.Offered() != 1 || ww.Dropped() != 0 {
+			t.Errorf("behavior %v: Offered %d when Stop returned, %d after Shutdown, Dropped %d; want 1, 1, 0", behavior, atStop, ww.Offered(), ww.Dropped())
+		}
+	}
+}

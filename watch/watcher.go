@@ -167,9 +167,24 @@ func (w *watcher) putLocked(ev apiwatch.Event) bool {
 // (either may be nil) is closed.
 // While marks wait for the mark sender, ev finds the channel full and does
 // not wait: it must not overtake them.
-func (w *watcher) send(ev apiwatch.Event, wait bool, abortA, abortB <-chan struct{}) sendResult {
+// An event that is not a mark (count) is counted in Offered, and in Dropped
+// if the channel was full, before mu is released: once Stop (which takes mu
+// to close the channel) has returned, the counts no longer change.
+func (w *watcher) send(ev apiwatch.Event, count, wait bool, abortA, abortB <-chan struct{}) sendResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	r := w.offerLocked(ev, wait, abortA, abortB)
+	if count && r != sendStopped {
+		w.offered.Add(1)
+		if r == sendFull {
+			w.dropped.Add(1)
+		}
+	}
+	return r
+}
+
+// offerLocked is send's offer of ev. w.mu is held.
+func (w *watcher) offerLocked(ev apiwatch.Event, wait bool, abortA, abortB <-chan struct{}) sendResult {
 	if w.closed {
 		return sendStopped
 	}
