@@ -27,6 +27,10 @@ func TestClassify(t *testing.T) {
 		{"transport", errors.New("dial tcp: connection refused"), false, classRetry, "", 0},
 		{"deadline", context.DeadlineExceeded, false, classRetry, "", 0},
 		{"500", apierrors.NewInternalError(errors.New("x")), false, classRetry, "", 0},
+		// etcd's refusal of a value over its limit (1.5 MiB), as the real
+		// kube-apiserver passes it on: the same 500 at every try.
+		{"500 too large for etcd", apierrors.NewInternalError(errors.New("etcdserver: request is too large")), false, classDrop, dropRejected, 0},
+		{"500 too large for etcd's client", apierrors.NewInternalError(errors.New("rpc error: code = ResourceExhausted desc = trying to send message larger than max (2097390 vs. 2097152)")), true, classDrop, dropRejected, 0},
 		{"503", apierrors.NewServiceUnavailable("x"), false, classRetry, "", 0},
 		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), false, classRetry, "", 7 * time.Second},
 		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), false, classRetry, "", 2 * time.Second},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -32,8 +33,9 @@ const (
 	dropNamespaceTerminating dropReason = "namespace_terminating"
 	// dropForbidden: the API server refused the write (RBAC).
 	dropForbidden dropReason = "forbidden"
-	// dropRejected: any other 4xx (invalid event, too large, bad request), or
-	// a request that could not be built.
+	// dropRejected: any other 4xx (invalid event, too large, bad request),
+	// etcd's 500 for a value over its limit, or a request that could not
+	// be built.
 	dropRejected dropReason = "rejected"
 	// dropBadResponse: the sink returned no event and no error.
 	dropBadResponse dropReason = "bad_response"
@@ -84,7 +86,8 @@ type classification struct {
 //
 // Transport errors, timeouts, 408, 5xx and 429 are retried; 429 and 5xx carry the
 // server's Retry-After. AlreadyExists, Forbidden (including namespace
-// terminating), every other 4xx, a StatusError without an HTTP code, a
+// terminating), every other 4xx, etcd's 500 for an event larger than it
+// stores (the same answer at every try), a StatusError without an HTTP code, a
 // request the client cannot build, a sink that panicked and a success
 // without an event are permanent. Errors of unknown types are retried, like
 // client-go does.
@@ -116,12 +119,25 @@ func classify(err error, patching bool) classification {
 		return classification{errClass: classDrop, Reason: dropNamespaceTerminating}
 	case apierrors.IsForbidden(err):
 		return classification{errClass: classDrop, Reason: dropForbidden}
+	case code >= 500 && tooLarge(status.Status().Message):
+		// etcd refused the event as larger than it stores (1.5 MiB by
+		// default): every retry gets the same 500.
+		return classification{errClass: classDrop, Reason: dropRejected}
 	case code == http.StatusTooManyRequests, code >= 500, code == http.StatusRequestTimeout:
 		after, _ := apierrors.SuggestsClientDelay(err)
 		return classification{errClass: classRetry, RetryAfter: time.Duration(after) * time.Second, Overload: code == http.StatusTooManyRequests}
 	default:
 		return classification{errClass: classDrop, Reason: dropRejected}
 	}
+}
+
+// tooLarge reports whether a 5xx's message is etcd's refusal of an object
+// over its size limit, as the API server passes it on: etcd's own
+// ErrRequestTooLarge, or its gRPC client's refusal to send so large a
+// request.
+func tooLarge(msg string) bool {
+	return strings.Contains(msg, "etcdserver: request is too large") ||
+		strings.Contains(msg, "trying to send message larger than max")
 }
 
 // faultOf tells what kind of failure a retried error is, for blame: a
