@@ -11,9 +11,11 @@
 //   - [Engine], the delivery engine, with its [Options] and [Stats]. It sorts
 //     the errors a sink returns into retried (transport errors, timeouts,
 //     408, 5xx, 429), Create on Patch NotFound, and permanent drops
-//     (AlreadyExists, namespace terminating, Forbidden, other 4xx, a request
-//     that cannot be built, a sink that panics or returns nonsense), counted
-//     by reason in [Drops].
+//     (AlreadyExists, namespace terminating, Forbidden, other 4xx, etcd's
+//     500 for an event over its size limit, a request that cannot be built,
+//     a sink that panics or returns nonsense), counted by reason in [Drops].
+//     A 401 is tried once more at once before its drop: client-go's
+//     transport refreshes its credentials on one.
 //
 // Most users never touch this package directly: record.EventBroadcaster's
 // StartRecordingToSink builds an Engine around the sink it is given. What
@@ -65,9 +67,10 @@
 //	                                                               the Retry-After, never charged
 //	404 on a patch                                    the event  created instead
 //	AlreadyExists, Forbidden, other 4xx, namespace    the event  dropped, counted by reason (an
-//	  terminating, a sink that panics or answers                   AlreadyExists answering the retry of a
-//	  nonsense                                                     create whose answer was lost is the
-//	                                                               event written, and counted so)
+//	  terminating, etcd's 500 "request is too                      AlreadyExists answering the retry of a
+//	  large", a sink that panics or answers                        create whose answer was lost is the
+//	  nonsense                                                     event written, and counted so; a 401
+//	                                                               is tried once more at once first)
 //
 // "Answered" means the server stored a write or refused it for a reason of
 // the event's own. The probe that goes while the server is seen down is an

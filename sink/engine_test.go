@@ -576,3 +576,32 @@ func TestNilSinksRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauthorizedTriedOnceMore: a 401 is tried once more at once (client-go's
+// transport refreshes its credentials on one), counted in Retried; a second
+// 401 drops the event as rejected, after two requests, with no wait. An
+// event whose first request meets the 401 and whose second succeeds is
+// written.
+func TestUnauthorizedTriedOnceMore(t *testing.T) {
+	h := newHarness(t, sink.Options{})
+	var calls atomic.Int32
+	h.sink.SetFault(func(_ context.Context, _ sinktest.Op, ev *v1.Event) error {
+		n := calls.Add(1)
+		if ev.Name == "revoked" || n == 3 {
+			return apierrors.NewUnauthorized("token revoked")
+		}
+		return nil
+	})
+	h.eng.Add("revoked", event("revoked", 1), nil)
+	h.flush()
+	s := h.eng.Stats()
+	if s.Dropped.Rejected != 1 || s.Retried != 1 || h.sink.Calls(sinktest.OpCreate) != 2 {
+		t.Fatalf("credentials that stay invalid: stats %+v, %d creates; want rejected after 2 creates, 1 retry", s, h.sink.Calls(sinktest.OpCreate))
+	}
+	h.eng.Add("rotated", event("rotated", 1), nil)
+	h.flush()
+	s = h.eng.Stats()
+	if s.Created != 1 || s.Retried != 2 || s.Dropped.Total() != 1 || len(h.sink.Events()) != 1 {
+		t.Fatalf("credentials refreshed on the 401: stats %+v, %d stored; want created on its second request", s, len(h.sink.Events()))
+	}
+}

@@ -16,8 +16,10 @@ type Stats struct {
 	// Coalesced counts events that reached the API server folded into a
 	// later write of the same event (that write carried their count).
 	Coalesced int64
-	// Retried counts failed attempts that were put back to wait. It counts
-	// attempts, not events, and is not part of the identity.
+	// Retried counts failed attempts that were put back to wait, and those
+	// tried again at once after a 401 (client-go's transport refreshes its
+	// credentials on one). It counts attempts, not events, and is not part
+	// of the identity.
 	Retried int64
 	// Abandoned counts events still unwritten when the engine stopped.
 	Abandoned int64

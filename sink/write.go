@@ -30,8 +30,19 @@ func (e *Engine) run(t *task) {
 	if err == nil {
 		err = checkRequest(t.it)
 	}
+	refreshed := false
 	if err == nil {
 		out, err = e.write(ctx, t.it)
+		if apierrors.IsUnauthorized(err) && ctx.Err() == nil {
+			// client-go's transport refreshes its credentials on a 401
+			// (exec plugins, token files): the request said nothing of the
+			// event. One more try at once, with the new credentials,
+			// before the drop.
+			e.logger.V(4).Info("Event write unauthorized, will retry once with refreshed credentials",
+				"event", klog.KObj(t.it.ev), "err", err)
+			refreshed = true
+			out, err = e.write(ctx, t.it)
+		}
 	}
 	var (
 		r      result
@@ -76,6 +87,9 @@ func (e *Engine) run(t *task) {
 	}
 	now := e.opts.Clock.Now()
 	e.c.inFlight -= t.it.n
+	if refreshed {
+		e.c.retried++
+	}
 	v := e.s.finish(t, r, now)
 	requeued, exhausted := v == vRetry, v == vExhausted
 	var total int64
