@@ -58,7 +58,10 @@ type Engine struct {
 	logger  klog.Logger
 	c       counters
 	drops   *ratelog.Limiter // one loud log line per reason and interval
-	invalid optval.List      // fields of the Options given, reset to their default; logged by Start
+	// loudFirst holds the reason and namespace pairs whose first drop was
+	// logged loud, at most maxLoudFirst of them; guarded by mu.
+	loudFirst map[loudKey]struct{}
+	invalid   optval.List // fields of the Options given, reset to their default; logged by Start
 }
 
 // NewEngine returns an engine writing to s. It starts nothing: call Start.

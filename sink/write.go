@@ -255,10 +255,22 @@ func (e *Engine) countDrop(reason dropReason, ev *v1.Event, n int64, err error) 
 // logDrop logs n events dropped for reason (total so far). AlreadyExists
 // and namespace-terminating drops are expected in normal operation and go
 // to V(5), as in client-go; the others are logged at error level once per
-// reason and ratelog.Interval, else at V(4).
+// reason and ratelog.Interval, and the first of each reason in each
+// namespace too (a noisy refusal in one namespace must not hide a new one
+// in another), else at V(4).
 func (e *Engine) logDrop(reason dropReason, ev *v1.Event, n, total int64, err error) {
 	e.mu.Lock()
 	logger := e.logger
+	first := false
+	if ev != nil && len(e.loudFirst) < maxLoudFirst {
+		k := loudKey{reason, ev.Namespace}
+		if _, seen := e.loudFirst[k]; !seen {
+			if e.loudFirst == nil {
+				e.loudFirst = map[loudKey]struct{}{}
+			}
+			e.loudFirst[k], first = struct{}{}, true
+		}
+	}
 	e.mu.Unlock()
 	kv := []any{"dropReason", string(reason), "events", n, "droppedForReason", total}
 	if ev != nil {
@@ -267,12 +279,22 @@ func (e *Engine) logDrop(reason dropReason, ev *v1.Event, n, total int64, err er
 	switch {
 	case reason == dropAlreadyExists || reason == dropNamespaceTerminating:
 		logger.V(5).Info("Server rejected event (will not retry!)", append(kv, "err", err)...)
-	case e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now()):
+	case e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now()) || first:
 		logger.Error(err, "Dropped event, will not retry", kv...)
 	default:
 		logger.V(4).Info("Dropped event, will not retry", append(kv, "err", err)...)
 	}
 }
+
+// loudKey is a drop reason in a namespace.
+type loudKey struct {
+	reason    dropReason
+	namespace string
+}
+
+// maxLoudFirst bounds the reason and namespace pairs logDrop remembers: past
+// it, a namespace's first drop of a reason is logged as every other drop.
+const maxLoudFirst = 1024
 
 func objectRef(ev *v1.Event) klog.ObjectRef {
 	return klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name)
