@@ -35,10 +35,12 @@ func NewEventBroadcasterAdapter(client kubernetes.Interface) EventBroadcasterAda
 // its weaknesses:
 //
 //   - The API is chosen at the first write, not at construction, and a
-//     transient discovery error (transport, 5xx, 429, timeout) is retried
-//     as a failed write, with the engine's backoff, instead of choosing
-//     core/v1 for good. A clear answer (events.k8s.io/v1 is not served, or
-//     discovery is refused) chooses core/v1.
+//     transient discovery error (transport, 5xx, 429, 401, timeout) is
+//     retried as a failed write, with the engine's backoff, instead of
+//     choosing core/v1 for good; the discovery request is bounded by the
+//     engine's RequestTimeout as a write is. A clear answer
+//     (events.k8s.io/v1 is not served, or discovery is refused) chooses
+//     core/v1.
 //   - Recorders from NewRecorder write the same events either way: on
 //     core/v1 they keep action, related, reportingController,
 //     reportingInstance and the series, which the API server accepts there
@@ -186,12 +188,14 @@ func (d *discoverySink) PatchContext(ctx context.Context, ev *v1.Event, data []b
 }
 
 // refused reports an answer of the API server that asking again will not
-// change: a 4xx other than 408 and 429 (or a status without a code).
+// change: a 4xx other than 401, 408 and 429 (or a status without a code).
+// A 401 is asked again (the engine tries a 401 once more): client-go's
+// transport refreshes its credentials on one.
 func refused(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return false // a transport error or a timeout: ask again
 	}
 	code := status.Status().Code
-	return code < 500 && code != http.StatusTooManyRequests && code != http.StatusRequestTimeout
+	return code < 500 && code != http.StatusTooManyRequests && code != http.StatusRequestTimeout && code != http.StatusUnauthorized
 }

@@ -285,3 +285,24 @@ func TestAdapterStartRecordingEndsWithContext(t *testing.T) {
 	cancel()
 	check.Eventually(t, "the adapter's goroutines to end", func() error { return goleak.Find(base) })
 }
+
+// A 401 from discovery is asked again, not taken as the server refusing
+// events.k8s.io/v1 for good: client-go's transport refreshes its
+// credentials on a 401, and the engine tries a 401 once more.
+func TestAdapterUnauthorizedDiscoveryAsksAgain(t *testing.T) {
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	var calls atomic.Int32
+	cs.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if calls.Add(1) == 1 {
+			return true, nil, apierrors.NewUnauthorized("token revoked")
+		}
+		return false, nil, nil
+	})
+	a := newAdapter(t, cs)
+	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	flushAdapter(t, a)
+	if v1n, core := len(listEvents(t, cs)), len(coreEvents(t, cs)); v1n != 1 || core != 0 {
+		t.Errorf("%d events.k8s.io/v1 and %d core/v1 events, want 1 and 0; stats %+v", v1n, core, a.(flusher).Stats())
+	}
+}

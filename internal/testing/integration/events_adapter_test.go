@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/heraldk8s/herald/events"
@@ -206,3 +211,68 @@ func TestEventsV1AdapterContextEnd(t *testing.T) {
 	}
 	waitEvents(t, admin, ns, metav1.ListOptions{FieldSelector: "source=legacy-ctx-it"}, countEvents(wantCore))
 }
+
+// TestEventsV1AdapterDiscoveryHangs: the adapter's first discovery request
+// for events.k8s.io/v1 gets no answer (a stalled connection); every later
+// request is answered. The request is bounded by the engine's
+// RequestTimeout (2 s here) as a write is, and asked again: the event is
+// written through events.k8s.io/v1 well within the Flush's 20 s, and no
+// goroutine of the adapter is left once ShutdownWithContext has returned.
+// (client-go v0.35 and v0.36 send discovery without a context: it waited
+// for ever, every other write behind it.)
+func TestEventsV1AdapterDiscoveryHangs(t *testing.T) {
+	ns := env.CreateNamespace(t, "ev-adapter-hang")
+	cfg := rest.CopyConfig(env.Admin)
+	var discoveries atomic.Int32
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Path == "/apis/events.k8s.io/v1" && discoveries.Add(1) == 1 {
+				select {
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				case <-release:
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	ad := events.NewEventBroadcasterAdapterWithContext(context.Background(), newClientset(t, cfg),
+		events.WithBroadcasterOptions(record.WithLogger(logger), record.WithSinkOptions(sink.Options{RequestTimeout: 2 * time.Second})))
+	t.Cleanup(ad.Shutdown)
+	ad.StartRecordingToSink(nil)
+	ad.NewRecorder("example.com/adapter-hang").Eventf(podRef(ns, "web-0"), nil, v1.EventTypeNormal, "Started", defaultAction, "Started")
+
+	a := ad.(interface {
+		Flush(context.Context) error
+		ShutdownWithContext(context.Context) error
+		Stats() events.Stats
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v; %d discovery requests; stats %+v", err, discoveries.Load(), a.Stats())
+	}
+	if s := a.Stats(); s.Created != 1 || s.Retried < 1 || discoveries.Load() != 2 {
+		t.Errorf("stats %+v, %d discovery requests: want the event created after one retry of discovery", s, discoveries.Load())
+	}
+	evs, err := listV1(t.Context(), adminClient(t), ns, metav1.ListOptions{})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("%d events.k8s.io/v1 events stored (%v), want 1", len(evs), err)
+	}
+	if err := a.ShutdownWithContext(ctx); err != nil {
+		t.Errorf("ShutdownWithContext: %v", err)
+	}
+	check.Eventually(t, "no goroutine of the adapter's discovery", func() error {
+		buf := make([]byte, 1<<22)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		return check.Errorf(!strings.Contains(stacks, "events.(*discoverySink)"), "a goroutine in the adapter's discoverySink after ShutdownWithContext")
+	})
+}
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
