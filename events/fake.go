@@ -19,8 +19,11 @@ import (
 // Unlike client-go's it never blocks a test: when Events is full the event
 // is counted in Overflow instead of blocking forever. It is safe for
 // concurrent use and may be copied (copies share the overflow count, also
-// for a FakeRecorder built as a struct literal with an Events channel). A
-// zero FakeRecorder, as client-go's, throws every event away. For
+// for a FakeRecorder built as a struct literal with an Events channel:
+// recorders with one channel, NewFakeRecorder's included, share one count).
+// A test that reads Events to assert what was not recorded should also
+// check that Overflow is 0: an event that did not fit is not on the
+// channel. A zero FakeRecorder, as client-go's, throws every event away. For
 // structured assertions see package events/eventstest.
 type FakeRecorder struct {
 	Events  chan string
@@ -46,7 +49,10 @@ var (
 // NewFakeRecorder returns a FakeRecorder whose Events channel holds
 // bufferSize events.
 func NewFakeRecorder(bufferSize int) *FakeRecorder {
-	return &FakeRecorder{Events: make(chan string, max(bufferSize, 0)), overflow: new(atomic.Int64)}
+	ch := make(chan string, max(bufferSize, 0))
+	// The channel's count, so that a literal FakeRecorder given this
+	// channel shares it.
+	return &FakeRecorder{Events: ch, overflow: fakeoverflow.Counter(nil, ch, true)}
 }
 
 // Overflow returns how many events did not fit in Events.

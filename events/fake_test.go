@@ -120,3 +120,15 @@ func TestFakeRecorderZeroValue(t *testing.T) {
 		t.Errorf("typed nil: %q", got)
 	}
 }
+
+// A literal FakeRecorder given the Events channel of one NewFakeRecorder
+// made counts its overflow with it.
+func TestFakeRecorderLiteralSharesNewFakeRecordersCount(t *testing.T) {
+	fake := events.NewFakeRecorder(1)
+	verbose := &events.FakeRecorder{Events: fake.Events, Verbose: true}
+	verbose.Eventf(nil, nil, "Normal", "R", "A", "fits")
+	verbose.Eventf(nil, nil, "Normal", "R", "A", "overflows")
+	if fake.Overflow() != 1 || verbose.Overflow() != 1 {
+		t.Errorf("Overflow: NewFakeRecorder's %d, the literal's %d; one Events channel, want 1 and 1", fake.Overflow(), verbose.Overflow())
+	}
+}

@@ -22,7 +22,11 @@ import (
 //
 // It is safe for concurrent use and, as client-go's, may be copied by value
 // (copies share the overflow count; so do recorders built as struct
-// literals with the same Events channel). The zero value counts every event
+// literals with the same Events channel, NewFakeRecorder's included). A
+// test that reads Events to assert what was not recorded should also check
+// that Overflow is 0: an event that did not fit is not on the channel (a
+// reader goroutine on an unbuffered channel misses the events sent while
+// it is not receiving, where client-go's recorder waits for it). The zero value counts every event
 // as overflow, in a count shared by all zero-value recorders; use
 // NewFakeRecorder. For structured assertions see package record/recordtest.
 type FakeRecorder struct {
@@ -52,7 +56,10 @@ var _ EventRecorderLogger = (*FakeRecorder)(nil)
 // NewFakeRecorder returns a FakeRecorder whose Events channel holds
 // bufferSize events.
 func NewFakeRecorder(bufferSize int) *FakeRecorder {
-	return &FakeRecorder{Events: make(chan string, max(bufferSize, 0)), overflow: new(atomic.Int64)}
+	ch := make(chan string, max(bufferSize, 0))
+	// The channel's count, so that a literal FakeRecorder given this
+	// channel shares it.
+	return &FakeRecorder{Events: ch, overflow: fakeoverflow.Counter(nil, ch, true)}
 }
 
 // Overflow returns how many events did not fit in Events.

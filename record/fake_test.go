@@ -92,3 +92,16 @@ func TestFakeRecorderLiteralsCountApart(t *testing.T) {
 		t.Fatalf("overflow: a %d, its copy %d, b %d; want 2, 2, 1", a.Overflow(), c.Overflow(), b.Overflow())
 	}
 }
+
+// A literal FakeRecorder given the Events channel of one NewFakeRecorder
+// made (IncludeObject set, say) counts its overflow with it: a test that
+// checks the first recorder's Overflow sees the events the second lost.
+func TestFakeRecorderLiteralSharesNewFakeRecordersCount(t *testing.T) {
+	fake := record.NewFakeRecorder(1)
+	withObject := &record.FakeRecorder{Events: fake.Events, IncludeObject: true}
+	withObject.Event(&v1.Pod{}, v1.EventTypeNormal, "A", "fits")
+	withObject.Event(&v1.Pod{}, v1.EventTypeNormal, "B", "overflows")
+	if fake.Overflow() != 1 || withObject.Overflow() != 1 {
+		t.Errorf("Overflow: NewFakeRecorder's %d, the literal's %d; one Events channel, want 1 and 1", fake.Overflow(), withObject.Overflow())
+	}
+}
