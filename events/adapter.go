@@ -94,9 +94,14 @@ func (a *adapter) DeprecatedNewLegacyRecorder(name string) record.EventRecorderL
 	return a.legacy.NewRecorder(scheme.Scheme, v1.EventSource{Component: name})
 }
 
+// Shutdown gives both broadcasters one grace period together, as
+// ShutdownWithContext with that deadline: both sinks write meanwhile, so
+// neither loses time to the other, and Shutdown takes one grace period at
+// most, not one for each.
 func (a *adapter) Shutdown() {
-	a.legacy.Shutdown()
-	a.events.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), a.events.core.GracePeriod())
+	defer cancel()
+	_ = a.ShutdownWithContext(ctx)
 }
 
 // Flush flushes both broadcasters (the second even if the first's flush

@@ -306,3 +306,40 @@ func TestAdapterUnauthorizedDiscoveryAsksAgain(t *testing.T) {
 		t.Errorf("%d events.k8s.io/v1 and %d core/v1 events, want 1 and 0; stats %+v", v1n, core, a.(flusher).Stats())
 	}
 }
+
+// The adapter's Shutdown gives its two broadcasters one grace period
+// together: with a server that never answers, each broadcaster's event is
+// abandoned and Shutdown returns after about one grace period (2 s here),
+// not one for each (4 s: it shut them down one after the other). The
+// bound leaves 1.5 s for a loaded machine.
+func TestAdapterShutdownTakesOneGracePeriod(t *testing.T) {
+	const grace = 2 * time.Second
+	cs := fake.NewClientset()
+	servesEventsV1(cs)
+	release := make(chan struct{})
+	defer close(release) // the stuck writes return; goleak checks their workers end
+	var writes atomic.Int32
+	cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+		writes.Add(1)
+		<-release
+		return true, nil, errors.New("released")
+	})
+	a := events.NewEventBroadcasterAdapterWithContext(context.Background(), cs,
+		events.WithBroadcasterOptions(record.WithShutdownGracePeriod(grace)))
+	a.StartRecordingToSink(nil)
+	a.NewRecorder("example.com/ctl").Eventf(pod("ns", "p"), nil, v1.EventTypeNormal, "R", "A", "n")
+	a.DeprecatedNewLegacyRecorder("legacy").Eventf(pod("ns", "p"), v1.EventTypeNormal, "Legacy", "legacy")
+	// The fake clientset runs its reactors under one lock: the other write
+	// waits for it, as stuck as the first.
+	check.Eventually(t, "a write under way", func() error {
+		return check.Errorf(writes.Load() == 1, "%d writes under way", writes.Load())
+	})
+	start := time.Now()
+	a.Shutdown()
+	took := time.Since(start)
+	f := a.(flusher)
+	if took > grace+1500*time.Millisecond || f.Stats().Abandoned != 1 || f.LegacyStats().Abandoned != 1 {
+		t.Errorf("Shutdown took %v (grace %v), abandoned %d and %d; want about one grace period, 1 and 1",
+			took, grace, f.Stats().Abandoned, f.LegacyStats().Abandoned)
+	}
+}

@@ -52,6 +52,7 @@ func (h hookCore) DropInvalid(logger klog.Logger, err error, msg string, kv func
 func (h hookCore) Enqueue(logger klog.Logger, ev *v1.Event) { h.eb.enqueue(logger, ev) }
 func (h hookCore) Now() time.Time                           { return h.eb.cfg.clock.Now() }
 func (h hookCore) MessageLimit() int                        { return h.eb.cfg.messageLimit }
+func (h hookCore) GracePeriod() time.Duration               { return h.eb.cfg.gracePeriod }
 func (h hookCore) ShutDown() <-chan struct{}                { return h.eb.shutdownDone }
 func (h hookCore) Logger() klog.Logger                      { return h.eb.logger }
 func (h hookCore) Stopping() bool                           { return h.eb.stopping.Load() }

@@ -70,6 +70,8 @@ type Core interface {
 	Now() time.Time
 	// MessageLimit is the longest message kept, in bytes.
 	MessageLimit() int
+	// GracePeriod is how long Shutdown writes what is pending.
+	GracePeriod() time.Duration
 	// Stopping reports whether the broadcaster is shutting down or shut down.
 	Stopping() bool
 	// Logger is the broadcaster's logger.
