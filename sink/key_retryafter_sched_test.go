@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -42,6 +43,26 @@ func TestSchedKeyFailureHonoursRetryAfter(t *testing.T) {
 		}
 		if err := s.check(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A server seen down that said when to come back (a Retry-After) is probed
+// then, and a little later at random (up to raJitter of it), capped at
+// MaxDelay; not at the engine's own backoff.
+func TestHealthProbesAtTheServersRetryAfter(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ ra, least time.Duration }{
+		{1500 * time.Millisecond, 1500 * time.Millisecond},
+		{10 * time.Second, 2 * time.Second}, // capped at MaxDelay
+	} {
+		for range 20 {
+			var h health
+			h.fail(t0, t0, false, true, c.ra, 0, 1, 100*time.Millisecond, 2*time.Second, rnd)
+			if d := h.probeAt.Sub(t0); d < c.least || d > c.least+time.Duration(raJitter*float64(c.least)) {
+				t.Fatalf("Retry-After %v: probe %v after the failure, want within [%v, %v]", c.ra, d, c.least, c.least+time.Duration(raJitter*float64(c.least)))
+			}
 		}
 	}
 }

@@ -603,3 +603,43 @@ func TestPacerShedTally(t *testing.T) {
 		t.Fatalf("a pause faded the tally: %+v", q.tally)
 	}
 }
+
+// A 429 cuts the rate once per round: a second 429 within the Retry-After
+// (at least a second) of the cut, or for a request sent before the cut,
+// tells of the same overload and does not cut again; a 429 for a request
+// sent after the cut, past the Retry-After, does.
+func TestPacerCutOncePerRound(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var p pacer
+	p.init(50, 100, defaultWorkers, true, t0)
+	sent := func(from time.Time, n int) {
+		for i := range n {
+			at := from.Add(time.Duration(i) * 20 * time.Millisecond)
+			p.take(at)
+			p.success(at)
+		}
+	}
+	sent(t0, 50)
+	cutAt := t0.Add(time.Second)
+	p.shed(cutAt, cutAt.Add(-10*time.Millisecond), 1500*time.Millisecond)
+	first := p.current(cutAt)
+	if first >= 50 {
+		t.Fatalf("the first 429 did not cut: %.2f writes/s", first)
+	}
+	for _, c := range []struct {
+		what         string
+		at, sentAt   time.Time
+		wantSameRate bool
+	}{
+		{"a 429 within the Retry-After of the cut", cutAt.Add(time.Second), cutAt.Add(900 * time.Millisecond), true},
+		{"a 429 for a request sent before the cut", cutAt.Add(2 * time.Second), cutAt.Add(-time.Millisecond), true},
+		{"a 429 for a request sent after the cut, past the Retry-After", cutAt.Add(1600 * time.Millisecond), cutAt.Add(1550 * time.Millisecond), false},
+	} {
+		before, cuts := p.current(c.at), p.cuts
+		p.shed(c.at, c.sentAt, 1500*time.Millisecond)
+		after := p.current(c.at)
+		if same := after == before && p.cuts == cuts; same != c.wantSameRate {
+			t.Errorf("%s: rate %.2f -> %.2f, cuts %d -> %d; want a cut %v", c.what, before, after, cuts, p.cuts, !c.wantSameRate)
+		}
+	}
+}
