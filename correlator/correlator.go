@@ -191,11 +191,14 @@ func NewWithMessageLimit(options CorrelatorOptions, messageLimit int) *EventCorr
 // correlator's lock held. If one panics, the panic is recovered and
 // EventCorrelate returns an error wrapping [ErrPanicked] that names the
 // function; the occurrence is then not correlated: no counter of [Stats]
-// and no observation or token bucket keeps a trace of it (a new
-// observation enters the cache only once SpamKeyFunc has returned, so it
-// evicts nothing). MessageFunc and SpamKeyFunc run after the aggregation
-// stage, which keeps the occurrence's message among the group's distinct
-// messages: it did occur.
+// and no observation or token bucket keeps a trace of it, with two
+// exceptions. MessageFunc and SpamKeyFunc run after the aggregation stage,
+// which keeps the occurrence's message among the group's distinct messages
+// (it did occur). And SpamKeyFunc runs after the observation stage, as
+// client-go's does: a first occurrence's observation was added to the
+// cache by then (so that an occurrence correlated meanwhile counts on it),
+// and it may have evicted the least recently used observation, whose next
+// occurrence is then a new event.
 func (c *EventCorrelator) EventCorrelate(newEvent *v1.Event) (*EventCorrelateResult, error) {
 	return c.correlateAt(c.clock.Now(), newEvent)
 }
@@ -247,9 +250,7 @@ func (c *EventCorrelator) correlateAt(now time.Time, newEvent *v1.Event) (*Event
 	if !aggregated {
 		key = eventkey.Event(newEvent)
 	}
-	// With a custom spam key function, a new key enters the cache only once
-	// that function has returned: a panic must not evict another entry.
-	rec, obs, seen, detached := c.observe(now, key, newEvent, aggregated, builtinSpam || c.spam == nil)
+	rec, obs, seen := c.observe(now, key, newEvent, aggregated)
 	skip := false
 	if builtinSpam {
 		skip = !c.spam.allow(now, spamKey, sharedSpamKey)
@@ -283,14 +284,9 @@ func (c *EventCorrelator) correlateAt(now time.Time, newEvent *v1.Event) (*Event
 		spamKey, err := callSpamKeyFunc(c.spamKeyFunc, ev)
 		c.mu.Lock()
 		if err != nil {
-			if !detached {
-				c.unobserve(rec, obs.count, seen)
-			}
+			c.unobserve(rec, obs.count, seen)
 			c.mu.Unlock()
 			return nil, err
-		}
-		if detached {
-			c.obs.Add(key, rec) // as client-go's eventObserve: the last writer wins
 		}
 		skip = !c.spam.allow(now, spamKey, false)
 		c.count(skip, aggregated)
@@ -355,24 +351,20 @@ func callSpamKeyFunc(f EventSpamKeyFunc, ev *v1.Event) (key string, err error) {
 // observe records an occurrence under key and returns the record, what the
 // event to write takes from it, and whether the key was seen before. c.mu
 // is held.
-// If insert is false, a key not in the cache is not added: the record is
-// returned detached (last result true) for the caller to add.
-func (c *EventCorrelator) observe(now time.Time, key string, ev *v1.Event, aggregated, insert bool) (*observation, observation, bool, bool) {
+func (c *EventCorrelator) observe(now time.Time, key string, ev *v1.Event, aggregated bool) (*observation, observation, bool) {
 	v, ok := c.obs.Get(key)
 	if ok {
 		rec := v.(*observation)
 		if rec.count != 0 {
 			rec.count++ // int32 arithmetic, as client-go's int32(count)+1
-			return rec, *rec, true, false
+			return rec, *rec, true
 		}
 		*rec = c.fresh(now, ev, aggregated)
-		return rec, *rec, false, false
+		return rec, *rec, false
 	}
 	rec := c.fresh(now, ev, aggregated)
-	if insert {
-		c.obs.Add(key, &rec)
-	}
-	return &rec, rec, false, !insert
+	c.obs.Add(key, &rec)
+	return &rec, rec, false
 }
 
 // unobserve takes back the occurrence observe recorded in rec with the

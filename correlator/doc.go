@@ -104,7 +104,10 @@
 //   - A panic in KeyFunc, MessageFunc or SpamKeyFunc is an error wrapping
 //     [ErrPanicked] (client-go: the process crashes). The occurrence leaves
 //     no trace except, for MessageFunc and SpamKeyFunc (which run after the
-//     aggregation stage), among the group's distinct messages.
+//     aggregation stage), among the group's distinct messages, and, for
+//     SpamKeyFunc (which runs after the observation stage, as client-go's
+//     does), the eviction its first occurrence may have caused from a full
+//     cache.
 //   - UpdateState never lowers a count: writes are asynchronous, so the
 //     server's answer may be older than occurrences counted since.
 //   - Results carry Key (the correlation key, for coalescing writes) and

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
@@ -130,44 +132,11 @@ func sameResult(t *testing.T, i int, got, want *EventCorrelateResult) {
 	}
 }
 
-// A SpamKeyFunc that panics on a first occurrence evicts nothing: the new
-// observation enters the cache only once the function has returned. With a
-// cache of one, the panicked occurrence took the only place, and the next
-// repeat of the event before it was created anew (count 1, no patch).
-func TestPanickingSpamKeyFuncEvictsNothing(t *testing.T) {
-	clk := testclock.NewFakeClock(t0)
-	c := NewEventCorrelatorWithOptions(CorrelatorOptions{
-		Clock: clk, LRUCacheSize: 1, DisableAggregation: true, BurstSize: 100,
-		SpamKeyFunc: func(ev *v1.Event) string {
-			if ev.Message == "boom" {
-				panic("boom")
-			}
-			return defaultSpamKey(ev)
-		},
-	})
-	if _, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "a")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "boom")); !errors.Is(err, ErrPanicked) {
-		t.Fatalf("boom: %v, want ErrPanicked", err)
-	}
-	res, err := c.EventCorrelate(newEvent(clk.Now(), "obj", "R", "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Event.Count != 2 || res.Patch == nil {
-		t.Errorf("repeat of a after a panicked occurrence: count %d, patch %s; want count 2 and a patch", res.Event.Count, res.Patch)
-	}
-	if st := c.Stats(); st.ObserveEvictions != 0 || st.ObserveEntries != 1 {
-		t.Errorf("ObserveEvictions %d, ObserveEntries %d; want 0 and 1", st.ObserveEvictions, st.ObserveEntries)
-	}
-}
-
-// The one trace a panicking SpamKeyFunc leaves, as documented: it runs
-// after aggregation (it sees the event as written), so its occurrence's
-// message counts among the group's distinct messages, and the next
-// distinct message reaches MaxEvents one occurrence sooner than for a
-// correlator that never saw it.
+// A trace a panicking SpamKeyFunc leaves, as documented: it runs after
+// aggregation (it sees the event as written), so its occurrence's message
+// counts among the group's distinct messages, and the next distinct
+// message reaches MaxEvents one occurrence sooner than for a correlator
+// that never saw it.
 func TestPanickingSpamKeyFuncCountsAmongDistinctMessages(t *testing.T) {
 	clk := testclock.NewFakeClock(t0)
 	c := NewEventCorrelatorWithOptions(CorrelatorOptions{
@@ -190,5 +159,42 @@ func TestPanickingSpamKeyFuncCountsAmongDistinctMessages(t *testing.T) {
 		if err != nil || res.Aggregated != (m == "c") {
 			t.Fatalf("%s: %+v, %v; want Aggregated %v", m, res, err, m == "c")
 		}
+	}
+}
+
+// Two occurrences of a new key correlated at once, the first held in a
+// custom SpamKeyFunc (which runs without the lock): the second counts on
+// the first's observation (count 2, a patch of its event), as client-go's
+// does; it does not create a second event for the key.
+func TestConcurrentFirstOccurrencesWithASpamKeyFunc(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	c := NewEventCorrelatorWithOptions(CorrelatorOptions{BurstSize: 100, SpamKeyFunc: func(ev *v1.Event) string {
+		if held.CompareAndSwap(false, true) {
+			close(entered)
+			<-release
+		}
+		return defaultSpamKey(ev)
+	}})
+	done := make(chan *EventCorrelateResult)
+	go func() {
+		r, err := c.correlateAt(t0, newEvent(t0, "obj", "R", "m"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	<-entered
+	second, err := c.correlateAt(t0.Add(time.Second), newEvent(t0.Add(time.Second), "obj", "R", "m"))
+	close(release)
+	first := <-done
+	if err != nil || first == nil {
+		t.Fatal(err)
+	}
+	if first.Patch != nil || first.Event.Count != 1 {
+		t.Errorf("first: count %d, patch %q; want a new event, count 1", first.Event.Count, first.Patch)
+	}
+	if second.Patch == nil || second.Event.Count != 2 || second.Event.Name != first.Event.Name {
+		t.Errorf("second occurrence of the key: %s count %d, patch %v; want a patch of %s, count 2", second.Event.Name, second.Event.Count, second.Patch != nil, first.Event.Name)
 	}
 }
