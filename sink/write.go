@@ -262,7 +262,8 @@ func (e *Engine) logDrop(reason dropReason, ev *v1.Event, n, total int64, err er
 	e.mu.Lock()
 	logger := e.logger
 	first := false
-	if ev != nil && len(e.loudFirst) < maxLoudFirst {
+	quiet := reason == dropAlreadyExists || reason == dropNamespaceTerminating
+	if ev != nil && !quiet && len(e.loudFirst) < maxLoudFirst {
 		k := loudKey{reason, ev.Namespace}
 		if _, seen := e.loudFirst[k]; !seen {
 			if e.loudFirst == nil {
@@ -277,7 +278,7 @@ func (e *Engine) logDrop(reason dropReason, ev *v1.Event, n, total int64, err er
 		kv = append(kv, "event", klog.KObj(ev), "object", objectRef(ev), "eventReason", ev.Reason)
 	}
 	switch {
-	case reason == dropAlreadyExists || reason == dropNamespaceTerminating:
+	case quiet:
 		logger.V(5).Info("Server rejected event (will not retry!)", append(kv, "err", err)...)
 	case e.drops.Allow(reasonIndex(reason), e.opts.Clock.Now()) || first:
 		logger.Error(err, "Dropped event, will not retry", kv...)
