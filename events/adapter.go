@@ -35,12 +35,13 @@ func NewEventBroadcasterAdapter(client kubernetes.Interface) EventBroadcasterAda
 // its weaknesses:
 //
 //   - The API is chosen at the first write, not at construction, and a
-//     transient discovery error (transport, 5xx, 429, 401, timeout) is
-//     retried as a failed write, with the engine's backoff, instead of
-//     choosing core/v1 for good; the discovery request is bounded by the
-//     engine's RequestTimeout as a write is. A clear answer
-//     (events.k8s.io/v1 is not served, or discovery is refused) chooses
-//     core/v1.
+//     transient discovery error (transport, 5xx, 429, timeout) is retried
+//     as a failed write, with the engine's backoff, instead of choosing
+//     core/v1 for good; a 401 is the write's, tried once more at once (the
+//     credentials refreshed) and then dropped, as a write's 401 is. The
+//     discovery request is bounded by the engine's RequestTimeout as a
+//     write is. A clear answer (events.k8s.io/v1 is not served, or
+//     discovery is refused) chooses core/v1.
 //   - Recorders from NewRecorder write the same events either way: on
 //     core/v1 they keep action, related, reportingController,
 //     reportingInstance and the series, which the API server accepts there
@@ -194,8 +195,8 @@ func (d *discoverySink) PatchContext(ctx context.Context, ev *v1.Event, data []b
 
 // refused reports an answer of the API server that asking again will not
 // change: a 4xx other than 401, 408 and 429 (or a status without a code).
-// A 401 is asked again (the engine tries a 401 once more): client-go's
-// transport refreshes its credentials on one.
+// A 401 is the write's (the engine tries it once more at once: client-go's
+// transport refreshes its credentials on one), not a choice of core/v1.
 func refused(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
