@@ -120,9 +120,9 @@ type control struct {
 // errCanceled is what enqueue returns when its cancel channel closes.
 var errCanceled = errors.New("watch: enqueue canceled")
 
-// afterSend, if set (by tests, before any broadcaster starts), runs in the
-// loop each time it has offered an event to a watcher.
-var afterSend func()
+// afterSend, if set (by tests), runs in the loop each time it has offered
+// an event to a watcher.
+var afterSend atomic.Pointer[func()]
 
 // NewBroadcaster returns a Broadcaster with an incoming queue of 25 entries
 // and watcher channels of queueLength events, as apimachinery's
@@ -490,8 +490,8 @@ func (b *Broadcaster) distribute(ev apiwatch.Event, markCtx context.Context) {
 		} else {
 			r = w.send(ev, markCtx == nil, wait, abortA, abortB)
 		}
-		if afterSend != nil {
-			afterSend()
+		if f := afterSend.Load(); f != nil {
+			(*f)()
 		}
 		switch r {
 		case sendStopped:
