@@ -57,6 +57,9 @@ func TestQuietDropsLeaveTheFirstLoudLine(t *testing.T) {
 	if st := eng.Stats(); st.Dropped.Forbidden != 2 || st.Dropped.AlreadyExists != 1024 {
 		t.Fatalf("stats %+v", st)
 	}
+	// A drop is logged after its Flush is released: Stop waits for the
+	// workers, and so for the log lines.
+	eng.Stop(context.Background())
 	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
 	n := strings.Count(buf.String(), "no RBAC in fresh")
 	errLines := 0

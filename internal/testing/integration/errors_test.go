@@ -126,7 +126,12 @@ func TestNamespaceTerminating(t *testing.T) {
 // whose text contains each of errContains.
 func checkDropLog(t *testing.T, h *harness, reason string, errContains ...string) {
 	t.Helper()
-	logs := h.errorLogs(droppedLog)
+	// A drop is logged just after its Flush is released.
+	var logs []ktesting.LogEntry
+	check.Eventually(t, "the drop's error-level log line", func() error {
+		logs = h.errorLogs(droppedLog)
+		return check.Errorf(len(logs) > 0, "no error-level %q log line yet", droppedLog)
+	})
 	if len(logs) != 1 {
 		t.Errorf("%d error-level %q log lines, want 1:\n%s", len(logs), droppedLog, h.logs.String())
 		return

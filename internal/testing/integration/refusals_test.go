@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/heraldk8s/herald/internal/testing/check"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -40,15 +41,15 @@ func TestMessageTooLargeForEtcd(t *testing.T) {
 	if st.Dropped.Rejected != 2 || st.Dropped.Total() != 2 || st.Created != 1 {
 		t.Errorf("stats %+v: want the 2 oversized events dropped as rejected and the small one created", st)
 	}
-	var logged bool
-	for _, e := range h.errorLogs(droppedLog) {
-		if e.Err != nil && strings.Contains(e.Err.Error(), "too large") {
-			logged = true
+	// A drop is logged just after its Flush is released.
+	check.Eventually(t, "an error-level line saying the event is too large", func() error {
+		for _, e := range h.errorLogs(droppedLog) {
+			if e.Err != nil && strings.Contains(e.Err.Error(), "too large") {
+				return nil
+			}
 		}
-	}
-	if !logged {
-		t.Errorf("no error-level %q line says the event is too large:\n%s", droppedLog, h.logs.String())
-	}
+		return fmt.Errorf("no error-level %q line says the event is too large:\n%s", droppedLog, h.logs.String())
+	})
 }
 
 // TestUnauthorizedRetriedWithRefreshedCredentials: the controller's
@@ -123,16 +124,17 @@ func TestEachNamespacesFirstRefusalIsLogged(t *testing.T) {
 	if st.Created != 1 || st.Dropped.Forbidden != 6 {
 		t.Fatalf("stats %+v: want the first event created, its 5 repeats and the new namespace's event dropped as forbidden", st)
 	}
-	var inFresh, inNoisy int
-	for _, e := range h.errorLogs(droppedLog) {
-		switch {
-		case e.Err != nil && strings.Contains(e.Err.Error(), fresh):
-			inFresh++
-		case e.Err != nil && strings.Contains(e.Err.Error(), noisy):
-			inNoisy++
+	// A drop is logged just after its Flush is released.
+	check.Eventually(t, "one error-level drop line for each namespace", func() error {
+		var inFresh, inNoisy int
+		for _, e := range h.errorLogs(droppedLog) {
+			switch {
+			case e.Err != nil && strings.Contains(e.Err.Error(), fresh):
+				inFresh++
+			case e.Err != nil && strings.Contains(e.Err.Error(), noisy):
+				inNoisy++
+			}
 		}
-	}
-	if inFresh != 1 || inNoisy != 1 {
-		t.Errorf("%d error-level drop lines for %s, %d for %s; want 1 each (the rest at V(4)):\n%s", inFresh, fresh, inNoisy, noisy, h.logs.String())
-	}
+		return check.Errorf(inFresh == 1 && inNoisy == 1, "%d error-level drop lines for %s, %d for %s; want 1 each (the rest at V(4)):\n%s", inFresh, fresh, inNoisy, noisy, h.logs.String())
+	})
 }
