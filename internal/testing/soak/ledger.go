@@ -158,6 +158,9 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 	}
 
 	// What the server holds.
+	// storedBy adds up, by incarnation and occurrenceKey, the counts the
+	// server holds.
+	storedBy := map[*incarnation]map[string]int64{}
 	for _, ns := range s.ns {
 		evs, err := listEvents(ctx, s.admin, ns)
 		if err != nil {
@@ -173,6 +176,10 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 				res.Problems = append(res.Problems, fmt.Sprintf("server event %s/%s (source %q, controller %q) sent by no recorder", ev.Namespace, ev.Name, ev.Source.Component, ev.ReportingController))
 				continue
 			}
+			if storedBy[inc] == nil {
+				storedBy[inc] = map[string]int64{}
+			}
+			storedBy[inc][occurrenceKey(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, ev.Reason)] += int64(storedCount(inc, &ev))
 			w := inc.events[ev.Namespace+"/"+ev.Name]
 			lost, problem := checkStored(inc, &ev, w)
 			if lost {
@@ -185,6 +192,14 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 				w.seen = true
 			}
 		}
+	}
+	// No event counts an occurrence the soak did not record, nor two events
+	// one occurrence: per object and reason, the stored counts add up to
+	// what was recorded at most. (The balance of Stats above is over the
+	// whole incarnation, with drops as its slack: it cannot see a count
+	// too high where some other event's occurrences were dropped.)
+	for _, inc := range s.all {
+		res.Problems = append(res.Problems, overCounted(inc.id, storedBy[inc], inc.byObject)...)
 	}
 	for _, inc := range s.all {
 		for key, w := range inc.events {
@@ -210,13 +225,7 @@ func (s *soak) ledger(ctx context.Context) (*Result, error) {
 // nothing): its stored count must be the count of its last acknowledged
 // write, or above it the count of a write whose answer was lost (lost).
 func checkStored(inc *incarnation, ev *v1.Event, w *written) (lost bool, problem string) {
-	stored := max(ev.Count, 1)
-	if inc.kind.api == eventsAPI {
-		stored = 1
-		if ev.Series != nil {
-			stored = max(ev.Series.Count, 1)
-		}
-	}
+	stored := storedCount(inc, ev)
 	switch {
 	case w != nil && stored == w.acked:
 		return false, ""
@@ -234,6 +243,31 @@ func checkStored(inc *incarnation, ev *v1.Event, w *written) (lost bool, problem
 	}
 	return false, fmt.Sprintf("%s: event %s/%s (%s %s) stored with count %d, last acknowledged write %d (unacknowledged counts %v): off by %d",
 		inc.id, ev.Namespace, ev.Name, ev.InvolvedObject.Name, ev.Reason, stored, acked, unc, stored-acked)
+}
+
+// overCounted compares, by occurrenceKey, the counts the server holds of
+// incarnation id's events (stored) with what the soak recorded (recorded).
+func overCounted(id string, stored, recorded map[string]int64) []string {
+	var out []string
+	for k, n := range stored {
+		if r := recorded[k]; n > r {
+			out = append(out, fmt.Sprintf("%s: server events of %s count %d occurrences, the soak recorded %d: %d too many", id, k, n, r, n-r))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// storedCount is the count the server holds for ev: count, or the series
+// count for events.k8s.io/v1.
+func storedCount(inc *incarnation, ev *v1.Event) int32 {
+	if inc.kind.api == eventsAPI {
+		if ev.Series != nil {
+			return max(ev.Series.Count, 1)
+		}
+		return 1
+	}
+	return max(ev.Count, 1)
 }
 
 // statsProblems checks one incarnation's final Stats against itself and

@@ -212,3 +212,20 @@ func TestScheduleReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestOverCounted: a server event that counts one occurrence more than the
+// soak recorded of its object and reason is flagged, though the balance of
+// Stats (whose slack is the incarnation's drops) would let it pass.
+func TestOverCounted(t *testing.T) {
+	recorded := map[string]int64{occurrenceKey("ns", "pod", "R"): 3, occurrenceKey("ns", "pod", "S"): 1}
+	if p := overCounted("s0.0", map[string]int64{occurrenceKey("ns", "pod", "R"): 3, occurrenceKey("ns", "pod", "S"): 1}, recorded); len(p) != 0 {
+		t.Errorf("counts as recorded: %v", p)
+	}
+	if p := overCounted("s0.0", map[string]int64{occurrenceKey("ns", "pod", "R"): 2}, recorded); len(p) != 0 {
+		t.Errorf("counts below what was recorded (drops): %v", p)
+	}
+	p := overCounted("s0.0", map[string]int64{occurrenceKey("ns", "pod", "R"): 4, occurrenceKey("ns", "other", "R"): 1}, recorded)
+	if len(p) != 2 || !strings.Contains(p[0], "1 too many") || !strings.Contains(p[1], "1 too many") {
+		t.Errorf("overCounted = %v, want two problems of 1 too many", p)
+	}
+}

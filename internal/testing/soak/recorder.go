@@ -91,6 +91,10 @@ type incarnation struct {
 	eventf   func(obj *v1.ObjectReference, reason, msg string)
 
 	recorded atomic.Int64
+	// byObject counts what the soak recorded by namespace, object and
+	// reason (occurrenceKey): no server event of that object and reason
+	// can count more occurrences than that, all of them together.
+	byObject map[string]int64
 
 	mu     sync.Mutex
 	events map[string]*written // by namespace/name
@@ -262,6 +266,12 @@ func newIncarnation(id string, kind slotKind, cfg *rest.Config, logger klog.Logg
 // record records one event and counts it.
 func (inc *incarnation) record(obj *v1.ObjectReference, reason, msg string) {
 	inc.recorded.Add(1)
+	inc.mu.Lock()
+	if inc.byObject == nil {
+		inc.byObject = map[string]int64{}
+	}
+	inc.byObject[occurrenceKey(obj.Namespace, obj.Name, reason)]++
+	inc.mu.Unlock()
 	inc.eventf(obj, reason, msg)
 }
 
@@ -298,3 +308,7 @@ func (inc *incarnation) flushWithin(d time.Duration) timedOp {
 	err := inc.flush(ctx)
 	return timedOp{what: "Flush " + inc.id, deadline: d, took: time.Since(begin), err: err}
 }
+
+// occurrenceKey is the namespace, object and reason of an event: the
+// correlator never counts occurrences of one key in an event of another.
+func occurrenceKey(ns, obj, reason string) string { return ns + "/" + obj + "/" + reason }
