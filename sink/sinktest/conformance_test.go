@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,27 +66,25 @@ func (w *wrongSink) PatchContext(ctx context.Context, ev *v1.Event, data []byte)
 	return w.Sink.PatchContext(ctx, ev, data)
 }
 
-// TestRunOnWrongSink is run by TestRunFailsForWrongSinks in a process of
-// its own, where Run's failure is the expected outcome.
-func TestRunOnWrongSink(t *testing.T) {
-	way := os.Getenv("SINKTEST_WRONG_WAY")
-	if way == "" {
-		t.Skip("run by TestRunFailsForWrongSinks")
-	}
-	sinktest.Run(t, func(*testing.T) (sink.EventSink, string) { return &wrongSink{Sink: sinktest.New(), way: way}, "ns" })
-}
-
 // Run fails a sink wrong in any of the ways the engine would trust, on
-// either path the engine writes through.
+// either path the engine writes through. Each wrong sink goes through Run
+// in a process of its own (this test again, with SINKTEST_WRONG_WAY set),
+// whose failure is the expected outcome: one of Run's checks must fail
+// there, not the process in some other way.
 func TestRunFailsForWrongSinks(t *testing.T) {
+	if way := os.Getenv("SINKTEST_WRONG_WAY"); way != "" {
+		sinktest.Run(t, func(*testing.T) (sink.EventSink, string) { return &wrongSink{Sink: sinktest.New(), way: way}, "ns" })
+		return
+	}
 	for _, way := range []string{
 		"plain create twice succeeds", "plain patch ignored", "plain patch not stored", "plain patch of a missing event fails otherwise",
 		"context create twice succeeds", "context patch ignored", "context patch of a missing event fails otherwise",
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRunOnWrongSink$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRunFailsForWrongSinks$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "SINKTEST_WRONG_WAY="+way)
-		if out, err := cmd.CombinedOutput(); err == nil {
-			t.Errorf("Run passed a sink that is wrong (%s):\n%s", way, out)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--- FAIL: TestRunFailsForWrongSinks/") {
+			t.Errorf("Run did not fail a check on a sink that is wrong (%s): %v\n%s", way, err, out)
 		}
 	}
 }
