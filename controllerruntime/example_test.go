@@ -22,21 +22,14 @@ import (
 func ExampleNewManager() {
 	cfg := env.Admin // in a controller: ctrl.GetConfigOrDie()
 
-	// The object a reconciler would record about.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-newmanager-"}}, metav1.CreateOptions{})
+	cm, cleanup, err := env.ExampleObject("example-newmanager") // the object a reconciler would record about
 	if err != nil {
-		fmt.Println("namespace:", err)
+		fmt.Println(err)
 		return
 	}
-	defer func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) }()
-	cm, err := cs.CoreV1().ConfigMaps(ns.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
-	if err != nil {
-		fmt.Println("configmap:", err)
-		return
-	}
+	defer cleanup()
 
 	mgr, err := heraldcr.NewManager(cfg, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"}, // no ports opened by the example
@@ -60,7 +53,7 @@ func ExampleNewManager() {
 	if err := <-done; err != nil {
 		fmt.Println("Start:", err)
 	}
-	list, err := cs.EventsV1().Events(ns.Name).List(ctx, metav1.ListOptions{})
+	list, err := kubernetes.NewForConfigOrDie(cfg).EventsV1().Events(cm.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		fmt.Println("list:", err)
 		return

@@ -137,3 +137,24 @@ func namespacePrefix(prefix string) string {
 	}
 	return "t" + s + "-"
 }
+
+// ExampleObject creates a namespace named after prefix (plus a random
+// suffix) and a ConfigMap "settings" in it: the object the packages'
+// examples record about. cleanup deletes the namespace.
+func (e *Env) ExampleObject(prefix string) (cm *corev1.ConfigMap, cleanup func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: namespacePrefix(prefix)}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("namespace: %w", err)
+	}
+	cleanup = func() {
+		_ = e.admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	}
+	cm, err = e.admin.CoreV1().ConfigMaps(ns.Name).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("configmap: %w", err)
+	}
+	return cm, cleanup, nil
+}
