@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +94,32 @@ func TestEmptyResponseIsBadResponse(t *testing.T) {
 	}
 	if st := eng.Stats(); st.Dropped.BadResponse != 1 || st.Created != 0 || s.calls.Load() != 1 {
 		t.Fatalf("stats %+v, calls %d", st, s.calls.Load())
+	}
+}
+
+// TestUnbuildableRequestsRejected: what client-go could not put in a
+// request path (a name that is "." or "..", or holds '/' or '%'; a
+// namespace that is not a DNS label; a patch without a name) is dropped at
+// once as rejected, never sent and never retried; the other events are
+// written.
+func TestUnbuildableRequestsRejected(t *testing.T) {
+	h := newHarness(t, sink.Options{})
+	bad := []*v1.Event{event(".", 1), event("..", 1), event("a/b", 1), event("50%", 1)}
+	ns := event("in-bad-namespace", 1)
+	ns.Namespace = "Bad_NS"
+	bad = append(bad, ns)
+	for i, ev := range bad {
+		h.eng.Add(fmt.Sprint("bad", i), ev, nil)
+	}
+	h.eng.Add("nameless", event("", 2), patchFor(2)) // a patch needs a name
+	h.eng.Add("ok", event("ok", 1), nil)
+	h.eng.Add("ok.dots", event("ok..dots", 1), nil) // dots inside a name are fine
+	h.flush()
+	s := h.eng.Stats()
+	if want := int64(len(bad) + 1); s.Dropped.Rejected != want || s.Created != 2 || s.Retried != 0 {
+		t.Fatalf("stats %+v, want %d rejected, 2 created, none retried", s, want)
+	}
+	if n := h.sink.Calls(sinktest.OpCreate) + h.sink.Calls(sinktest.OpPatch); n != 2 {
+		t.Fatalf("%d sink calls: an unbuildable request reached the sink", n)
 	}
 }
