@@ -302,6 +302,22 @@ func TestContextCancelShutsDown(t *testing.T) {
 	}
 }
 
+// TestShutdownBeforeContextEnds: a broadcaster made WithContext a context
+// that outlives it (a manager's) leaves no goroutine once Shutdown returns,
+// and the context's end later does nothing more.
+func TestShutdownBeforeContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	eb := record.NewBroadcaster(record.WithContext(ctx))
+	eb.StartStructuredLogging(0)
+	eb.Shutdown()
+	goleak.VerifyNone(t)
+	cancel()
+	if err := eb.ShutdownWithContext(context.Background()); err != nil {
+		t.Fatalf("Shutdown after the context ended: %v", err)
+	}
+}
+
 func TestWatchersAndLogging(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
