@@ -34,6 +34,8 @@ func TestClassify(t *testing.T) {
 		{"503", apierrors.NewServiceUnavailable("x"), false, classRetry, "", 0},
 		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), false, classRetry, "", 7 * time.Second},
 		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), false, classRetry, "", 2 * time.Second},
+		// EventRateLimit's refusal: a 429 without Retry-After.
+		{"429 without retry-after", apierrors.NewTooManyRequestsError("limit reached on type Namespace for key ns"), false, classRetry, "", 0},
 		{"patch 404", apierrors.NewNotFound(gr, "e"), true, classCreateInstead, "", 0},
 		{"create 404", apierrors.NewNotFound(gr, "e"), false, classDrop, dropRejected, 0},
 		{"409 exists", apierrors.NewAlreadyExists(gr, "e"), false, classDrop, dropAlreadyExists, 0},
@@ -48,6 +50,39 @@ func TestClassify(t *testing.T) {
 			got := classify(c.err, c.patching)
 			if got.errClass != c.class || got.Reason != c.reason || got.RetryAfter != c.after {
 				t.Fatalf("classify(%v) = %+v (%s)", c.err, got, got)
+			}
+		})
+	}
+}
+
+// TestFaultOf checks whose failure a retried error tells of (see blameOf):
+// a 429 with Retry-After is load shed, one without it a limit (as
+// EventRateLimit's), a 503, a 504 or no answer as good as no answer, any
+// other status the server's or the event's.
+func TestFaultOf(t *testing.T) {
+	gr := schema.GroupResource{Resource: "events"}
+	for _, c := range []struct {
+		name string
+		err  error
+		want fault
+	}{
+		{"transport", errors.New("dial tcp: connection refused"), faultTransport},
+		{"deadline", context.DeadlineExceeded, faultTransport},
+		{"500", apierrors.NewInternalError(errors.New("x")), faultStatus},
+		{"webhook 500", apierrors.NewGenericServerResponse(http.StatusInternalServerError, "post", gr, "e", "admission webhook denied", 0, true), faultStatus},
+		{"503", apierrors.NewServiceUnavailable("x"), faultTransport},
+		{"generic 504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "post", gr, "e", "", 0, true), faultTransport},
+		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), faultShed},
+		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), faultShed},
+		{"429 without retry-after", apierrors.NewTooManyRequestsError("limit reached"), faultLimited},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := classify(c.err, false)
+			if cl.errClass != classRetry {
+				t.Fatalf("classify(%v) = %s, want a retry", c.err, cl)
+			}
+			if got := faultOf(c.err, cl); got != c.want {
+				t.Fatalf("faultOf(%v) = %v, want %v", c.err, got, c.want)
 			}
 		})
 	}
