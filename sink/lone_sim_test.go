@@ -147,19 +147,21 @@ func refusedFourTimes() func(t *task, _ time.Duration) result {
 // herald's default write rate (50/s, burst 100) and client-go's test's
 // sleep of zero. The floor is (1,000-100)/50 = 18 s; a refused request
 // gives its token back, so that refusals of single events do not halve
-// the rate (before, 40 s against the real broadcaster). Target: 22 s.
+// the rate (before, 40 s against the real broadcaster). Target: 20 s,
+// 0.9 of the configured rate after the burst (issue 25 asks 22 s).
 func TestLoneEngineLotsOfEvents(t *testing.T) {
 	r := simulateLone(loneConfig{opts: Options{MaxDelay: NoWait}, events: 1000, latency: 50 * time.Microsecond,
 		end: 100 * time.Second, answer: refusedFourTimes()})
 	t.Log(r)
-	if r.stored != 1000 || r.allStored < 0 || r.allStored > 22*time.Second {
-		t.Errorf("%v, want all 1000 stored within 22 s", r)
+	if r.stored != 1000 || r.allStored < 0 || r.allStored > 20*time.Second {
+		t.Errorf("%v, want all 1000 stored within 20 s", r)
 	}
 }
 
 // A sink that fails 10% of its writes at random (503, no answer) gets at
-// least 0.85 of the configured rate: one failure while the server answers
-// the others is not an outage, and gives its token back.
+// least 0.85 of the configured rate after the burst of 100, as the bench's
+// x-configured-rate: one failure while the server answers the others is
+// not an outage, and gives its token back.
 func TestLoneEngineRandomFailures(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rnd := rand.New(rand.NewPCG(seed, 7))
@@ -170,8 +172,8 @@ func TestLoneEngineRandomFailures(t *testing.T) {
 				}
 				return result{out: outWritten}
 			}})
-		rate := float64(r.stored) / r.allStored.Seconds()
-		t.Logf("seed %d: %v, %.1f writes/s", seed, r, rate)
+		rate := float64(r.stored-defaultBurst) / r.allStored.Seconds()
+		t.Logf("seed %d: %v, %.1f writes/s after the burst", seed, r, rate)
 		if r.stored != 2000 || rate < 0.85*defaultQPS {
 			t.Errorf("seed %d: %v, %.1f writes/s, want all stored at >= %v/s", seed, r, rate, 0.85*defaultQPS)
 		}

@@ -38,7 +38,8 @@ const (
 // WithSleepDuration(0) (herald: MaxDelay sink.NoWait, its equivalent; at
 // client-go's default of 10 s between tries it would take hours), herald
 // otherwise at its defaults (a write limit of 50/s). s-to-all: from the
-// first Eventf to the last write; its floor, 1,000 writes at 50/s, is 20 s.
+// first Eventf to the last write; its floor, the burst of 100 at once and
+// 900 writes at 50/s (a refused write gives its token back), is 18 s.
 var lotsOfEvents = scenario{
 	name: "lone-lots-of-events-1000",
 	herald: options[record.BroadcasterOption]{}.
@@ -79,9 +80,9 @@ var lotsOfEvents = scenario{
 // sink that fails 10% of its calls at random with a 503 (no Retry-After):
 // a server that fails now and then, not one that is loaded. x-configured-
 // rate: the writes that succeeded after the burst per second, over the
-// configured 50/s: (delivered − 100) / (50 × s-to-all). Every write takes
-// a token, so 0.9 is its ceiling. client-go does not retry a 503 (a
-// StatusError): it loses the tenth.
+// configured 50/s: (delivered − 100) / (50 × s-to-all). A write refused
+// other than with a 429 gives its token back, so 1.0 is its ceiling.
+// client-go does not retry a 503 (a StatusError): it loses the tenth.
 var random503 = scenario{
 	name: "lone-random-503-600",
 	run: func(b *testing.B, p *pipeline) metrics {

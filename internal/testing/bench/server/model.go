@@ -129,7 +129,12 @@ func NewWindow(start time.Time, capacity int) *Window {
 }
 
 func (w *Window) Admit(now time.Time) (bool, time.Duration) {
-	if sec := int64(now.Sub(w.Start) / time.Second); sec != w.sec {
+	d := now.Sub(w.Start)
+	sec := int64(d / time.Second)
+	if d < 0 && d%time.Second != 0 {
+		sec-- // the second before Start is -1, not 0
+	}
+	if sec != w.sec {
 		w.sec, w.accepted = sec, 0
 	}
 	if w.accepted >= w.Capacity {
@@ -189,15 +194,21 @@ func (b *Bucket) Admit(now time.Time) (bool, time.Duration) {
 	if b.last.IsZero() {
 		b.tokens, b.last = b.Burst, now
 	}
-	if dt := now.Sub(b.last).Seconds(); dt > 0 {
-		b.tokens = math.Min(b.Burst, b.tokens+dt*b.Rate)
-		b.last = now
-	}
+	b.refill(now)
 	if b.tokens < 1 {
 		return false, b.RetryAfter
 	}
 	b.tokens--
 	return true, 0
+}
+
+// refill brings the tokens up to now at the current rate (none before the
+// first request: the bucket is full then).
+func (b *Bucket) refill(now time.Time) {
+	if dt := now.Sub(b.last).Seconds(); !b.last.IsZero() && dt > 0 {
+		b.tokens = math.Min(b.Burst, b.tokens+dt*b.Rate)
+		b.last = now
+	}
 }
 
 func (b *Bucket) Serve(at time.Time) Answer { return admitted(b, b.clock.at(at)) }
@@ -456,6 +467,9 @@ func NewSteps(start time.Time, base float64, m Scalable, steps ...Step) *Steps {
 
 func (s *Steps) advance(at time.Time) {
 	for s.applied < len(s.Steps) && !s.Start.Add(s.Steps[s.applied].After).After(at) {
+		if r, ok := s.Model.(interface{ refill(time.Time) }); ok {
+			r.refill(s.Start.Add(s.Steps[s.applied].After)) // the old rate up to the step
+		}
 		s.Model.SetCapacity(s.Base * s.Steps[s.applied].Factor)
 		s.applied++
 	}

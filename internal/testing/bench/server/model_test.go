@@ -359,3 +359,33 @@ func TestInFlightLosesAsErlangB(t *testing.T) {
 		t.Errorf("the targets are feasible on this model: %.0f writes/s at 0.8, %.2f at 250/s; hold the fleet to them (sink's openTargets)", best, ratioAt250)
 	}
 }
+
+// A token bucket whose capacity steps brings its tokens up to the step at
+// the old rate: emptied at 0 at 100/s (a burst of 10), it holds 10 at a
+// step to 1,000/s at 1 s, not the new burst of 100.
+func TestBucketStepRefillsAtTheOldRate(t *testing.T) {
+	s := NewSteps(t0, 100, NewBucket(100), Step{0, 1, "a"}, Step{time.Second, 10, "b"})
+	for range 10 {
+		s.Serve(t0) // empties the burst of 10
+	}
+	ok := 0
+	for range 200 {
+		if s.Serve(t0.Add(time.Second)).OK {
+			ok++
+		}
+	}
+	if ok != 10 {
+		t.Errorf("at the step, %d admitted at once; the bucket held its old burst of 10 then (1 s at 100/s)", ok)
+	}
+}
+
+// The second before a window's start is a window of its own, not part of
+// the first.
+func TestWindowBeforeStart(t *testing.T) {
+	w := NewWindow(t0, 2)
+	w.Serve(t0.Add(-500 * time.Millisecond))
+	w.Serve(t0.Add(-400 * time.Millisecond))
+	if a := w.Serve(t0.Add(100 * time.Millisecond)); !a.OK {
+		t.Error("the first request of the first second from Start refused: the second before Start used its window")
+	}
+}

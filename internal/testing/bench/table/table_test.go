@@ -233,3 +233,43 @@ BenchmarkFleet/inflight/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0.67 wri
 		t.Errorf("missed\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A lost count below zero is an over-count (more stored, or counted as
+// dropped, than recorded), a miss as much as a loss; and the final count
+// of every burst of identical events is checked, at the defaults too.
+func TestOverCountIsAMiss(t *testing.T) {
+	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench
+BenchmarkDelivery/burst-identical-10000-defaults/impl=herald-2 	1	1 ns/op	10000 recorded	12 writes	10050 finalcount	0 dropped	-50 lost	0 goroutines-leaked
+BenchmarkDelivery/burst-identical-10000-defaults/impl=client-go-2 	1	1 ns/op	10000 recorded	1026 writes	1026 finalcount	0 dropped	8974 lost	0 goroutines-leaked
+BenchmarkDelivery/burst-distinct-10000/impl=herald-2 	1	1 ns/op	10000 recorded	10000 delivered	3 dropped	-3 lost	6000 events/s	0 goroutines-leaked
+BenchmarkDelivery/burst-distinct-10000/impl=client-go-2 	1	1 ns/op	10000 recorded	1000 delivered	0 dropped	9000 lost	700 events/s	0 goroutines-leaked
+`
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Delivery/burst-identical-10000-defaults finalcount, Delivery/burst-identical-10000-defaults lost, Delivery/burst-distinct-10000 lost"
+	if got := strings.Join(res.Missed(), ", "); got != want {
+		t.Errorf("missed %q, want %q", got, want)
+	}
+}
+
+// TestLotsOfEvents' bound is 0.9 of the configured 50 writes/s after the
+// burst of 100: 20 s. 21.5 s (0.84) misses it.
+func TestLotsOfEventsBoundIsPointNine(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		miss bool
+	}{{"19.9", false}, {"20.0", false}, {"21.5", true}} {
+		out := `pkg: github.com/heraldk8s/herald/internal/testing/bench
+BenchmarkDelivery/lone-lots-of-events-1000/impl=herald-2 	1	1 ns/op	1000 delivered	0 lost	1000 recorded	` + c.s + ` s-to-all
+`
+		res, err := Parse(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missed := len(res.Missed()) > 0; missed != c.miss {
+			t.Errorf("s-to-all %s: missed %v, want %v (%q)", c.s, missed, c.miss, res.Missed())
+		}
+	}
+}
