@@ -273,3 +273,28 @@ BenchmarkDelivery/lone-lots-of-events-1000/impl=herald-2 	1	1 ns/op	1000 deliver
 		}
 	}
 }
+
+// A real restart is held to herald's write limit's floor plus half a
+// second, counted from the server's first answer; without the floor the
+// row is a miss.
+func TestRestartTarget(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		miss string
+	}{
+		{"2400 settled-ms	2000 floor-ms", ""},
+		{"2600 settled-ms	2000 floor-ms", "Restart settled-ms"},
+		{"900 settled-ms", "Restart settled-ms"},
+	} {
+		out := `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
+BenchmarkRestart/impl=herald-2 	1	1 ns/op	200 recorded	200 stored	0 lost	` + c.line + `	950 ready-ms
+`
+		res, err := Parse(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(res.Missed(), ", "); got != c.miss {
+			t.Errorf("%s: missed %q, want %q", c.line, got, c.miss)
+		}
+	}
+}

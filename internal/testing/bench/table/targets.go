@@ -97,7 +97,11 @@ var Targets = []*Target{
 	{Scenario: `^bench/Delivery/`, Metric: "lost", Desc: "herald 0", Check: heraldEquals("lost", 0)},
 	// Issue 8: a real kube-apiserver stopped for 5 s.
 	{Scenario: `^server/Restart`, Metric: "stored", Desc: "herald = recorded", Check: heraldEqualsMetric("stored", "recorded")},
-	{Scenario: `^server/Restart`, Metric: "settled-ms", Desc: "herald ≤ 2000", Check: heraldAtMost("settled-ms", 2000)},
+	// Counted from the server's first answer, about a second before its
+	// /readyz says 200. Issue 25's 2 s was read from /readyz: from the
+	// first answer, herald's write limit alone (50/s after a burst of
+	// 100) takes 2 s to write the 200 events (floor-ms).
+	{Scenario: `^server/Restart`, Metric: "settled-ms", Desc: "herald ≤ floor-ms + 500", Check: heraldAtMostPlus("settled-ms", 500, "floor-ms")},
 	// Issue 13: a hundred controllers against one server, for each model of
 	// it (issue 18: a per-second window, a token bucket; issue 25: a token
 	// bucket with a second of burst, priority and fairness's queue,
