@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -39,10 +40,13 @@ type eventsAPI struct {
 	events      map[string]*v1.Event // namespace/name
 	perSecond   map[int]int          // requests by second since start, as they arrive
 	okPerSecond map[int]int          // of those, the ones the model admitted
-	requests    int
-	down        int // requests answered during the outage
-	tooMany     int
-	writes      int // requests that stored something
+	// arrivals are the requests that reached the model, in order, and
+	// whether it admitted each: the peak is taken over any one second.
+	arrivals []arrival
+	requests int
+	down     int // requests answered during the outage
+	tooMany  int
+	writes   int // requests that stored something
 	// early counts the writes of each client (by user agent, up to its
 	// first space) that arrived in the first earlyFor after the outage:
 	// the fleet's share while every controller has a backlog.
@@ -61,6 +65,34 @@ func newEventsAPI(start time.Time, outage time.Duration, model server.API, laten
 		start: start, downUntil: start.Add(outage), model: model, latency: latency,
 		events: map[string]*v1.Event{}, perSecond: map[int]int{}, okPerSecond: map[int]int{}, early: map[string]int{},
 	}
+}
+
+type arrival struct {
+	at time.Time
+	ok bool
+}
+
+// slidingPeak returns the most requests that reached the model within any
+// one second, that count over the capacity (the larger at either end of
+// that second), and of them the share it admitted over the same capacity.
+func slidingPeak(arr []arrival, capacityAt func(time.Time) float64) (count int, peak, admitted float64) {
+	j, ok := 0, 0
+	for i, a := range arr {
+		if a.ok {
+			ok++
+		}
+		for !arr[j].at.After(a.at.Add(-time.Second)) {
+			if arr[j].ok {
+				ok--
+			}
+			j++
+		}
+		c := max(capacityAt(arr[j].at), capacityAt(a.at))
+		if r := float64(i-j+1) / c; r > peak {
+			count, peak, admitted = i-j+1, r, float64(ok)/c
+		}
+	}
+	return count, peak, admitted
 }
 
 // earlyFor is how long after the outage eventsAPI.early counts.
@@ -94,6 +126,7 @@ func (s *eventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := s.model.Serve(now)
+	s.arrivals = append(s.arrivals, arrival{now, a.OK})
 	s.mu.Unlock()
 	if d := time.Until(a.Leaves); d > 0 {
 		time.Sleep(d)
@@ -174,4 +207,30 @@ func reply(w http.ResponseWriter, code int, ev *v1.Event) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(ev)
+}
+
+// The peak is read over any one second, not over whole seconds from an
+// origin: 100 requests just before a second's end and 100 just after it
+// are 200 within one second (whole seconds would read 100 and 100); the
+// capacity is the larger at either end of that second.
+func TestSlidingPeak(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var arr []arrival
+	for i := range 100 {
+		arr = append(arr, arrival{at: base.Add(900*time.Millisecond + time.Duration(i)*time.Millisecond), ok: true})
+	}
+	for i := range 100 {
+		arr = append(arr, arrival{at: base.Add(1100*time.Millisecond + time.Duration(i)*time.Millisecond), ok: i < 40})
+	}
+	arr = append(arr, arrival{at: base.Add(3 * time.Second), ok: true})
+	capacity := func(at time.Time) float64 {
+		if at.Before(base.Add(time.Second)) {
+			return 150
+		}
+		return 200
+	}
+	n, peak, admitted := slidingPeak(arr, capacity)
+	if n != 200 || peak != 1 || admitted != 0.7 {
+		t.Errorf("slidingPeak = %d, %v, %v; want 200 requests, 1x the larger capacity (200), 0.7x admitted", n, peak, admitted)
+	}
 }

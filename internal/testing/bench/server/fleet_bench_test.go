@@ -90,7 +90,7 @@ func BenchmarkFleet(b *testing.B) {
 				b.Run(m.Name+"/"+lat.name+"/"+c.scenario+"/impl="+c.impl, func(b *testing.B) {
 					// Three notes, the same for every run but the model's,
 					// which the table prints once each.
-					b.Logf("benchnote: Fleet/*: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s through its model, 429 Retry-After above; %d more each %v after its return. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests of one second over the capacity of that second, peak-admitted-x-capacity: those of them the model admitted (a bucket with a burst admits past its capacity); jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
+					b.Logf("benchnote: Fleet/*: %d controllers, each with its own clientset (QPS 20/Burst 30) and broadcaster writing through it, record %d events each at the start of a %v outage (503), then the server takes %d requests/s through its model, 429 Retry-After above; %d more each %v after its return. s-to-first-batch: from the return until the first %d are stored (%v: never); peak-x-capacity: the most requests within any one second over the capacity then, peak-admitted-x-capacity: those of them the model admitted (a bucket with a burst admits past its capacity, a per-second window up to twice it across two of its seconds); jain-early: Jain's fairness index of the controllers' admitted requests in the first %v after the return (1: equal shares).",
 						fleetControllers, fleetBatch, fleetOutage, fleetCapacity, fleetBatch, fleetSecond, fleetControllers*fleetBatch, fleetMax, earlyFor)
 					b.Logf("benchnote: Fleet/*/<latency>/<settings>: latency=fixed: 2 ms before each request reaches the server; latency=jittered: 2 ms plus up to 20 ms at random. %s", fleetSettings())
 					b.Logf("benchnote: Fleet/%s: %v.", m.Name, m.New(time.Now(), fleetCapacity))
@@ -302,17 +302,10 @@ func runFleet(b *testing.B, model func(start time.Time, capacity float64) server
 		stored:   float64(len(api.events)),
 		requests: float64(api.requests), writes: float64(api.writes),
 		requestsDown: float64(api.down), tooMany: float64(api.tooMany),
-		peak: float64(peakFrom(api.perSecond, int(fleetOutage/time.Second))),
 		jain: jain(api.early, fleetControllers),
 	}
-	for sec, n := range api.perSecond {
-		if sec >= int(fleetOutage/time.Second) {
-			c := api.model.CapacityAt(start.Add(time.Duration(sec)*time.Second + time.Second/2))
-			if ratio := float64(n) / c; ratio > r.peakRatio {
-				r.peakRatio, r.peakAdmitted = ratio, float64(api.okPerSecond[sec])/c
-			}
-		}
-	}
+	peak, ratio, admitted := slidingPeak(api.arrivals, api.model.CapacityAt)
+	r.peak, r.peakRatio, r.peakAdmitted = float64(peak), ratio, admitted
 	if impl == "herald" {
 		r.lost = r.recorded - r.stored - float64(dropped)
 	} else {

@@ -151,8 +151,8 @@ BenchmarkEventsBurstGoroutines/impl=client-go-2         	       1	4226125084 ns/
 // (FleetAPF), which are printed only; the summary has one row per run.
 func TestFleetTargetsByServerModel(t *testing.T) {
 	const out = `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
-BenchmarkFleet/window/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	1.667 peak-x-capacity	1.6 peak-admitted-x-capacity	6000 recorded	6000 stored	0.95 jain-early
-BenchmarkFleet/window/latency=fixed/defaults/impl=client-go-2 	1	1 ns/op	3000 lost	300 peak-requests/s	1.0 peak-x-capacity	6000 recorded	3000 stored
+BenchmarkFleet/bucket/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	500 peak-requests/s	1.667 peak-x-capacity	1.6 peak-admitted-x-capacity	6000 recorded	6000 stored	0.95 jain-early
+BenchmarkFleet/bucket/latency=fixed/defaults/impl=client-go-2 	1	1 ns/op	3000 lost	300 peak-requests/s	1.0 peak-x-capacity	6000 recorded	3000 stored
 BenchmarkFleet/queue/latency=jittered/defaults/impl=herald-2 	1	1 ns/op	0 lost	400 peak-requests/s	1.333 peak-x-capacity	6000 recorded	5999 stored
 BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1500 recorded	1497 stored
 `
@@ -165,14 +165,14 @@ BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| Fleet/window/latency=fixed/defaults | peak-x-capacity | 1 | 1.67 | 1.67× | herald ≤ 1.5 | **NO** |",
-		"| Fleet/window/latency=fixed/defaults | stored | 3000 | 6000 | 2.00× | herald = recorded | yes |",
+		"| Fleet/bucket/latency=fixed/defaults | peak-x-capacity | 1 | 1.67 | 1.67× | herald ≤ 1.5 | **NO** |",
+		"| Fleet/bucket/latency=fixed/defaults | stored | 3000 | 6000 | 2.00× | herald = recorded | yes |",
 		"| Fleet/queue/latency=jittered/defaults | peak-x-capacity | — | 1.33 | — | herald ≤ 1.5 | yes |",
 		"| Fleet/queue/latency=jittered/defaults | stored | — | 5999 | — | herald = recorded | **NO** |",
 		"| FleetAPF/defaults | lost | — | 3 | — |  |  |",
 		"| FleetAPF/defaults | peak-requests/s | — | 900 | — |  |  |",
-		"| window/latency=fixed/defaults | herald | 6000 | 0 | — | — | 1.67 | 1.6 | — | — | 0.95 | peak-x-capacity |",
-		"| window/latency=fixed/defaults | client-go | 3000 | 3000 | — | — | 1 | — | — | — | — |  |",
+		"| bucket/latency=fixed/defaults | herald | 6000 | 0 | — | — | 1.67 | 1.6 | — | — | 0.95 | peak-x-capacity |",
+		"| bucket/latency=fixed/defaults | client-go | 3000 | 3000 | — | — | 1 | — | — | — | — |  |",
 		"| queue/latency=jittered/defaults | herald | 5999 | 0 | — | — | 1.33 | — | — | — | — | stored |",
 	} {
 		if !strings.Contains(b.String(), want) {
@@ -182,7 +182,7 @@ BenchmarkFleetAPF/defaults/impl=herald-2 	1	1 ns/op	3 lost	900 peak-requests/s	1
 	if strings.Contains(b.String(), "| defaults | herald |") {
 		t.Error("the real server's fleet is in the summary")
 	}
-	if got := strings.Join(res.Missed(), ", "); got != "Fleet/window/latency=fixed/defaults peak-x-capacity, Fleet/queue/latency=jittered/defaults stored" {
+	if got := strings.Join(res.Missed(), ", "); got != "Fleet/bucket/latency=fixed/defaults peak-x-capacity, Fleet/queue/latency=jittered/defaults stored" {
 		t.Errorf("missed %q", got)
 	}
 }
@@ -295,6 +295,34 @@ BenchmarkRestart/impl=herald-2 	1	1 ns/op	200 recorded	200 stored	0 lost	` + c.l
 		}
 		if got := strings.Join(res.Missed(), ", "); got != c.miss {
 			t.Errorf("%s: missed %q, want %q", c.line, got, c.miss)
+		}
+	}
+}
+
+// The window's peak, read over any one second, may pass 1.5x with at most
+// 0.5x the capacity refused in that second.
+func TestWindowPeakTarget(t *testing.T) {
+	for _, c := range []struct {
+		peak, admitted string
+		miss           bool
+	}{
+		{"1.4", "1.3", false},
+		{"1.7", "1.4", false},
+		{"1.9", "1.3", true},
+		{"1.7", "", true},
+	} {
+		out := `pkg: github.com/heraldk8s/herald/internal/testing/bench/server
+BenchmarkFleet/window/latency=fixed/defaults/impl=herald-2 	1	1 ns/op	0 lost	` + c.peak + ` peak-x-capacity	`
+		if c.admitted != "" {
+			out += c.admitted + ` peak-admitted-x-capacity	`
+		}
+		out += "6000 recorded	6000 stored\n"
+		res, err := Parse(strings.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if missed := len(res.Missed()) > 0; missed != c.miss {
+			t.Errorf("peak %s, admitted %q: missed %v, want %v (%q)", c.peak, c.admitted, missed, c.miss, res.Missed())
 		}
 	}
 }

@@ -69,6 +69,20 @@ func heraldEquals(unit string, v float64) func(h, c map[string]float64) bool {
 	return func(h, _ map[string]float64) bool { return h[unit] == v }
 }
 
+// peakPastWithRefusedAtMost checks a fleet's peak second against limit
+// times the capacity, or, past it, that the server refused at most limit-1
+// times the capacity of it.
+func peakPastWithRefusedAtMost(limit float64) func(h, c map[string]float64) bool {
+	return func(h, _ map[string]float64) bool {
+		peak := h["peak-x-capacity"]
+		if peak <= limit {
+			return true
+		}
+		admitted, ok := h["peak-admitted-x-capacity"]
+		return ok && peak-admitted <= limit-1
+	}
+}
+
 func heraldEqualsMetric(unit, other string) func(h, c map[string]float64) bool {
 	return func(h, _ map[string]float64) bool { _, ok := h[other]; return ok && h[unit] == h[other] }
 }
@@ -106,7 +120,7 @@ var Targets = []*Target{
 	// it (issue 18: a per-second window, a token bucket; issue 25: a token
 	// bucket with a second of burst, priority and fairness's queue,
 	// max-in-flight, a capacity that steps), with fixed and jittered
-	// latency. The peak is over the capacity of its second. The
+	// latency. The peak is over the capacity within any one second. The
 	// real kube-apiserver's fleet (FleetAPF) has no targets: its figures
 	// are printed.
 	//
@@ -121,6 +135,12 @@ var Targets = []*Target{
 	// refuses as Erlang's B formula says, which no fleet of engines that
 	// do not coordinate can meet both goals on: it is held to the bounds
 	// it meets, so that a regression shows.
+	// The peak is read over any one second. A per-second window admits
+	// its capacity in each of its own seconds, up to twice it in one
+	// second across two, and a fleet's requests bunch at its resets: its
+	// peak may pass 1.5x by what the server stored, with at most 0.5x the
+	// capacity refused in that second.
+	{Scenario: `^server/Fleet/window/`, Metric: "peak-x-capacity", Desc: "herald ≤ 1.5, or past it with ≤ 0.5 refused in that second (the window admits up to 2x across two of its seconds)", Check: peakPastWithRefusedAtMost(1.5)},
 	{Scenario: `^server/Fleet/bucket-1s/`, Metric: "peak-x-capacity", Desc: "herald ≤ 1.5, or past it only by what the server stored (≤ 0.5 refused)", Check: peakPastOnlyByAdmitted(1.5)},
 	{Scenario: `^server/Fleet/inflight-flat/`, Metric: "writes/request", Desc: "herald ≥ 0.6 (Erlang B: ≥ 0.8 is out of reach)", Check: func(h, _ map[string]float64) bool { return h["writes/request"] >= 0.6 }},
 	{Scenario: `^server/Fleet/inflight-flat/`, Metric: "peak-x-capacity", Desc: "herald ≤ 1.8 (Erlang B)", Check: heraldAtMost("peak-x-capacity", 1.8)},
