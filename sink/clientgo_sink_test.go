@@ -39,19 +39,26 @@ func (s *eventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, `{"kind":"Event","apiVersion":"v1","metadata":{"name":"e","namespace":"ns"},"count":2}`)
 }
 
+// startEventServer serves an eventServer until the test ends, and returns
+// it with a clientset for it.
+func startEventServer(t *testing.T) (*eventServer, *kubernetes.Clientset) {
+	srv := &eventServer{}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cs
+}
+
 // TestClientGoSinkPatchedWithoutItsRetries: an engine given client-go's own
 // EventSinkImpl patches through herald's request, so a 429 reaches the
 // engine after one request (client-go's Patch would retry it inside, up to
 // ten times, hiding the overload from the rate), and is retried by the
 // engine after its Retry-After.
 func TestClientGoSinkPatchedWithoutItsRetries(t *testing.T) {
-	srv := &eventServer{}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cs := startEventServer(t)
 	_, ctx := ktesting.NewTestContext(t)
 	clock := clocktesting.NewFakeClock(t0)
 	eng, err := sink.NewEngine(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}, sink.Options{Clock: clock, QPS: sink.Unlimited})
@@ -76,13 +83,7 @@ func TestClientGoSinkPatchedWithoutItsRetries(t *testing.T) {
 // for one namespace refuses, as client-go does and without a request, an
 // event of another; the engine drops it as rejected and writes the rest.
 func TestNamespacedClientRefusesOtherNamespaces(t *testing.T) {
-	srv := &eventServer{}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cs := startEventServer(t)
 	s := &sink.EventSinkImpl{Interface: cs.CoreV1().Events("ns")}
 	other := event("e", 1)
 	other.Namespace = "other"
