@@ -52,8 +52,8 @@ type hold struct {
 	on atomic.Bool // events are held (set and cleared under mu)
 	mu sync.Mutex
 	// events are the held events and their recorders' loggers, in the
-	// order they were recorded; at most maxHeld, later ones are queued at
-	// once (they reach the old sink if it still takes events, else none).
+	// order they were recorded; at most the queue length, later ones are
+	// counted queue_full drops (queued, they could reach no sink).
 	events []heldEvent
 	// done is closed when the hold ends; nil when nothing is held.
 	done chan struct{}
@@ -63,11 +63,6 @@ type heldEvent struct {
 	logger klog.Logger
 	ev     *v1.Event
 }
-
-// maxHeld bounds the events held during a restart (a restart waits for the
-// loop to pass what is queued: milliseconds, at most the shutdown grace
-// period).
-const maxHeld = 4096
 
 // gatedCore is the broadcaster's hook.Core as its recorders see it: every
 // event passes the hold.
@@ -84,9 +79,17 @@ func (c gatedCore) Enqueue(logger klog.Logger, ev *v1.Event) { c.b.enqueue(logge
 func (b *broadcaster) enqueue(logger klog.Logger, ev *v1.Event) {
 	if b.hold.on.Load() {
 		b.hold.mu.Lock()
-		if b.hold.on.Load() && len(b.hold.events) < maxHeld {
-			b.hold.events = append(b.hold.events, heldEvent{logger, ev})
+		if b.hold.on.Load() {
+			if len(b.hold.events) < b.core.QueueLength() {
+				b.hold.events = append(b.hold.events, heldEvent{logger, ev})
+				b.hold.mu.Unlock()
+				return
+			}
+			// Queued now it would reach the old sink only if the loop
+			// passed it before that sink stops, else no sink at all:
+			// a counted drop instead, as a full queue's.
 			b.hold.mu.Unlock()
+			b.core.DropQueueFull(logger, ev)
 			return
 		}
 		b.hold.mu.Unlock()

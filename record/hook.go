@@ -50,12 +50,19 @@ func (h hookCore) DropInvalid(logger klog.Logger, err error, msg string, kv func
 }
 
 func (h hookCore) Enqueue(logger klog.Logger, ev *v1.Event) { h.eb.enqueue(logger, ev) }
-func (h hookCore) Now() time.Time                           { return h.eb.cfg.clock.Now() }
-func (h hookCore) MessageLimit() int                        { return h.eb.cfg.messageLimit }
-func (h hookCore) GracePeriod() time.Duration               { return h.eb.cfg.gracePeriod }
-func (h hookCore) ShutDown() <-chan struct{}                { return h.eb.shutdownDone }
-func (h hookCore) Logger() klog.Logger                      { return h.eb.logger }
-func (h hookCore) Stopping() bool                           { return h.eb.stopping.Load() }
+func (h hookCore) DropQueueFull(logger klog.Logger, ev *v1.Event) {
+	h.eb.drop(logger, slotQueueFull, nil, "Unable to record event: too many events held while recording restarts, dropped event",
+		func() []any {
+			return []any{"object", klog.KRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name), "reason", ev.Reason}
+		})
+}
+func (h hookCore) QueueLength() int           { return h.eb.cfg.queueLength }
+func (h hookCore) Now() time.Time             { return h.eb.cfg.clock.Now() }
+func (h hookCore) MessageLimit() int          { return h.eb.cfg.messageLimit }
+func (h hookCore) GracePeriod() time.Duration { return h.eb.cfg.gracePeriod }
+func (h hookCore) ShutDown() <-chan struct{}  { return h.eb.shutdownDone }
+func (h hookCore) Logger() klog.Logger        { return h.eb.logger }
+func (h hookCore) Stopping() bool             { return h.eb.stopping.Load() }
 
 // newCorrelator makes the correlator of a new sink: the one given through
 // the hook, else record's own.

@@ -66,6 +66,11 @@ type Core interface {
 	// full queue or a shutdown is a counted drop. An event without a name
 	// is named by the broadcaster's loop before the watchers see it.
 	Enqueue(logger klog.Logger, ev *v1.Event)
+	// DropQueueFull counts ev, an event Begin accepted, as dropped for a
+	// full queue (queue_full), and logs it at a bounded rate.
+	DropQueueFull(logger klog.Logger, ev *v1.Event)
+	// QueueLength is the capacity of the broadcaster's incoming queue.
+	QueueLength() int
 	// Now reads the broadcaster's clock.
 	Now() time.Time
 	// MessageLimit is the longest message kept, in bytes.
