@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,17 +60,27 @@ func newBroadcaster(s record.EventSink, o options) *broadcaster {
 	var (
 		once   sync.Once
 		series *seriesCorrelator // one per broadcaster, as client-go's cache
+		self   atomic.Pointer[broadcaster]
 	)
 	all = append(all,
 		hook.WithCorrelator(func(clk clock.PassiveClock) hook.Correlator {
 			once.Do(func() { series = newSeriesCorrelator(clk, defaultCacheSize) })
 			return series.session()
 		}).(record.BroadcasterOption),
-		hook.WithKeyInterval(o.seriesInterval).(record.BroadcasterOption))
+		hook.WithKeyInterval(o.seriesInterval).(record.BroadcasterOption),
+		// However the shutdown starts (record.WithContext's context
+		// included), the events held for a waiting start go to the sink
+		// that still records first.
+		hook.WithBeforeShutdown(func() {
+			if b := self.Load(); b != nil {
+				b.close()
+			}
+		}).(record.BroadcasterOption))
 	all = append(all, o.record...)
 	rb := record.NewBroadcaster(all...)
 	core, _ := hook.CoreOf(rb)
 	b := &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
+	self.Store(b)
 	o.invalid.Log(b.logger, "Invalid broadcaster option, using its default instead")
 	return b
 }

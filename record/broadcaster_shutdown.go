@@ -64,6 +64,9 @@ func (eb *broadcaster) ShutdownWithContext(ctx context.Context) error {
 	// When ctx ends, so does every flush still under way.
 	defer context.AfterFunc(ctx, eb.cancel)()
 	abandonedBefore := eb.Stats().Abandoned
+	if f := eb.cfg.beforeShutdown; f != nil {
+		f()
+	}
 	eb.stopping.Store(true)
 	flushErr := eb.Flush(ctx)
 

@@ -24,6 +24,9 @@ func init() {
 			}
 		})
 	}
+	hook.WithBeforeShutdown = func(f func()) any {
+		return BroadcasterOption(func(c *config) { c.beforeShutdown = f })
+	}
 	hook.CoreOf = func(b any) (hook.Core, bool) {
 		eb, ok := b.(*broadcaster)
 		if !ok {

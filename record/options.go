@@ -67,6 +67,9 @@ type config struct {
 	// newCorrelator, set through the hook by the events package, makes the
 	// correlator of each sink instead of record's own.
 	newCorrelator hook.NewCorrelator
+	// beforeShutdown, set through the hook by the events package, runs
+	// when the shutdown starts, before new events are refused.
+	beforeShutdown func()
 
 	// invalid lists the options that had an invalid value and were reset
 	// to their default; NewBroadcaster logs each once.

@@ -94,6 +94,11 @@ var (
 	// the key interval of every sink's engine: the shortest time between
 	// two writes of one correlation key. A negative d is ignored.
 	WithKeyInterval func(d time.Duration) any
+	// WithBeforeShutdown returns a record.BroadcasterOption (as any) whose
+	// f the broadcaster calls once its shutdown starts, however it was
+	// started (Shutdown, or the end of record.WithContext's context), before
+	// it refuses new events.
+	WithBeforeShutdown func(f func()) any
 	// SetKeyInterval returns opts, a sink.Options (as any), with its key
 	// interval set to d. The sink package fills it in.
 	SetKeyInterval func(opts any, d time.Duration) any
