@@ -79,6 +79,9 @@ func newBroadcaster(s record.EventSink, o options) *broadcaster {
 	all = append(all, o.record...)
 	rb := record.NewBroadcaster(all...)
 	core, _ := hook.CoreOf(rb)
+	if s != nil {
+		s = newSeriesOrder(s)
+	}
 	b := &broadcaster{rb: rb, core: core, sink: s, logger: core.Logger()}
 	self.Store(b)
 	o.invalid.Log(b.logger, "Invalid broadcaster option, using its default instead")

@@ -166,9 +166,14 @@ func (b *broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 // before: the new sink starts as soon as the old one has taken it (within
 // milliseconds; at most the shutdown grace period), and the events
 // recorded meanwhile are held and handed to the new sink, so that each
-// event recorded after the call is written once, by one of them. The call
-// never waits for that. The series go on across the restart, as
-// client-go's: they are the broadcaster's, not the sink's.
+// event recorded after the call is written once, by one of them (up to the
+// broadcaster's queue length held; past it, an event is dropped as
+// queue_full, as a full queue's would be). The call never waits for that.
+// If the broadcaster shuts down meanwhile, the held events go to the old
+// sink, which writes them as it retires. The series go on across the
+// restart, as client-go's: they are the broadcaster's, not the sink's, and
+// a count the old sink still writes never overwrites a higher one the new
+// sink wrote.
 func (b *broadcaster) StartRecordingToSinkWithContext(ctx context.Context) error {
 	return b.start(ctx, nil)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/golang/groupcache/lru"
 
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	cgevents "k8s.io/client-go/tools/events"
 
+	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
 
@@ -198,4 +202,91 @@ func fromEventsV1(e *eventsv1.Event) *v1.Event {
 		out.Series = &v1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
 	}
 	return out
+}
+
+// seriesOrder is the broadcaster's sink as its sessions' engines see it: the
+// writes of one event are serialised across the engines, and a series count
+// not above the one already stored is not sent. Each recording session has
+// an engine of its own, and a retiring one may still write a count of a
+// series the next session already wrote further (the series are the
+// broadcaster's); sent, that count would overwrite the higher one.
+type seriesOrder struct {
+	s record.EventSink
+
+	mu    sync.Mutex
+	names *lru.Cache // event name -> *seriesStored
+}
+
+type seriesStored struct {
+	lock  chan struct{} // one slot: held during a write of the event
+	count int32         // the highest series count stored; guarded by lock
+}
+
+func newSeriesOrder(s record.EventSink) *seriesOrder {
+	return &seriesOrder{s: s, names: lru.New(defaultCacheSize)}
+}
+
+var _ sink.ContextEventSink = (*seriesOrder)(nil)
+
+func (o *seriesOrder) state(name string) *seriesStored {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if v, ok := o.names.Get(name); ok {
+		return v.(*seriesStored)
+	}
+	st := &seriesStored{lock: make(chan struct{}, 1)}
+	o.names.Add(name, st)
+	return st
+}
+
+// write runs w for ev under its name's lock (waiting for it at most until
+// ctx ends), unless ev's series count is not above the stored one: then ev
+// stands for the stored state.
+func (o *seriesOrder) write(ctx context.Context, ev *v1.Event, w func() (*v1.Event, error)) (*v1.Event, error) {
+	if ev.Series == nil || ev.Name == "" {
+		return w()
+	}
+	st := o.state(ev.Name)
+	select {
+	case st.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-st.lock }()
+	if ev.Series.Count <= st.count {
+		return ev, nil
+	}
+	out, err := w()
+	if err == nil {
+		st.count = ev.Series.Count
+	}
+	return out, err
+}
+
+func (o *seriesOrder) Create(ev *v1.Event) (*v1.Event, error) {
+	return o.CreateContext(context.Background(), ev)
+}
+
+func (o *seriesOrder) Update(ev *v1.Event) (*v1.Event, error) { return o.s.Update(ev) }
+
+func (o *seriesOrder) Patch(ev *v1.Event, data []byte) (*v1.Event, error) {
+	return o.PatchContext(context.Background(), ev, data)
+}
+
+func (o *seriesOrder) CreateContext(ctx context.Context, ev *v1.Event) (*v1.Event, error) {
+	return o.write(ctx, ev, func() (*v1.Event, error) {
+		if cs, ok := o.s.(sink.ContextEventSink); ok {
+			return cs.CreateContext(ctx, ev)
+		}
+		return o.s.Create(ev)
+	})
+}
+
+func (o *seriesOrder) PatchContext(ctx context.Context, ev *v1.Event, data []byte) (*v1.Event, error) {
+	return o.write(ctx, ev, func() (*v1.Event, error) {
+		if cs, ok := o.s.(sink.ContextEventSink); ok {
+			return cs.PatchContext(ctx, ev, data)
+		}
+		return o.s.Patch(ev, data)
+	})
 }
