@@ -18,6 +18,16 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	v := vDone
 	switch r.out {
 	case outWritten, outDropped:
+		if r.unsent {
+			// Dropped before any request (one that cannot be built): no
+			// evidence of the server either way, and the token and the
+			// probe's turn go to the next write.
+			s.pace.refund()
+			if t.probe {
+				s.health.probing = false
+			}
+			break
+		}
 		s.answered(en, r.out == outWritten, t.sentAt, now)
 		if at := t.sentAt.Add(s.interval); s.interval > 0 && at.After(now) && !flushing(en) {
 			// The server answered about this key: its next write waits

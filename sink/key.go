@@ -126,6 +126,9 @@ type result struct {
 	out        outcome
 	fault      fault         // for outFailed
 	retryAfter time.Duration // for outFailed: what the server asked for, or zero
+	// unsent: no request went (the engine's context had ended, or the
+	// request could not be built): the outcome says nothing of the server.
+	unsent bool
 }
 
 // verdict is what finish tells the engine to account.

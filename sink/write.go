@@ -30,8 +30,9 @@ func (e *Engine) run(t *task) {
 	if err == nil {
 		err = checkRequest(t.it)
 	}
-	refreshed := false
+	refreshed, sent := false, false
 	if err == nil {
+		sent = true
 		out, err = e.write(ctx, t.it)
 		if apierrors.IsUnauthorized(err) && ctx.Err() == nil {
 			// client-go's transport refreshes its credentials on a 401
@@ -61,6 +62,7 @@ func (e *Engine) run(t *task) {
 			r = result{out: outFailed, fault: faultOf(err, cl), retryAfter: cl.RetryAfter}
 		}
 	}
+	r.unsent = !sent
 	res := r.out
 
 	if res == outWritten && e.opts.OnWritten != nil {
