@@ -54,36 +54,3 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
-
-// TestFaultOf checks whose failure a retried error tells of (see blameOf):
-// a 429 with Retry-After is load shed, one without it a limit (as
-// EventRateLimit's), a 503, a 504 or no answer as good as no answer, any
-// other status the server's or the event's.
-func TestFaultOf(t *testing.T) {
-	gr := schema.GroupResource{Resource: "events"}
-	for _, c := range []struct {
-		name string
-		err  error
-		want fault
-	}{
-		{"transport", errors.New("dial tcp: connection refused"), faultTransport},
-		{"deadline", context.DeadlineExceeded, faultTransport},
-		{"500", apierrors.NewInternalError(errors.New("x")), faultStatus},
-		{"webhook 500", apierrors.NewGenericServerResponse(http.StatusInternalServerError, "post", gr, "e", "admission webhook denied", 0, true), faultStatus},
-		{"503", apierrors.NewServiceUnavailable("x"), faultTransport},
-		{"generic 504", apierrors.NewGenericServerResponse(http.StatusGatewayTimeout, "post", gr, "e", "", 0, true), faultTransport},
-		{"429 retry-after", apierrors.NewTooManyRequests("x", 7), faultShed},
-		{"wrapped 429", fmt.Errorf("wrapped: %w", apierrors.NewTooManyRequests("x", 2)), faultShed},
-		{"429 without retry-after", apierrors.NewTooManyRequestsError("limit reached"), faultLimited},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			cl := classify(c.err, false)
-			if cl.errClass != classRetry {
-				t.Fatalf("classify(%v) = %s, want a retry", c.err, cl)
-			}
-			if got := faultOf(c.err, cl); got != c.want {
-				t.Fatalf("faultOf(%v) = %v, want %v", c.err, got, c.want)
-			}
-		})
-	}
-}
