@@ -9,3 +9,7 @@ func SetAfterSend(f func()) {
 	}
 	afterSend.Store(&f)
 }
+
+// Watching returns how many watchers b counts as registered or queued for
+// registration and not yet forgotten.
+func Watching(b *Broadcaster) int64 { return b.watching.Load() }
