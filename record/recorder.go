@@ -53,9 +53,10 @@ func (r *recorder) WithLogger(logger klog.Logger) EventRecorderLogger {
 // bytes, else the event is refused (a counted drop with a log line at a
 // bounded rate), because a cut reference would name another object; the
 // reason, source and reporting fields are made valid UTF-8 (each run of
-// invalid bytes becomes U+FFFD, as it would in the JSON anyway) and cut to
-// 128 bytes, and the message to the message limit, on a rune boundary, so
-// that they arrive as long as they were cut (eventname.Valid); the name is
+// invalid bytes becomes one U+FFFD; the JSON encoder would write one per
+// byte) and cut to 128 bytes, and the message to the message limit, on a
+// rune boundary, so that they arrive as long as they were cut
+// (eventname.Valid); the name is
 // always a valid DNS-1123 subdomain, unique in the process. The checks cost
 // no allocation for valid strings.
 func (r *recorder) generate(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
@@ -135,7 +136,9 @@ func (eb *broadcaster) admit(logger klog.Logger, object runtime.Object, reason s
 	eb.c.recorded.Add(1)
 	if eb.stopping.Load() {
 		eb.drop(logger, slotAfterShutdown, nil, "Unable to record event: the broadcaster is shut down",
-			func() []any { return []any{"objectType", fmt.Sprintf("%T", object), "reason", reason} })
+			func() []any {
+				return []any{"objectType", fmt.Sprintf("%T", object), "reason", eventname.Truncate(reason, maxReasonLength)}
+			})
 		return false
 	}
 	return true
@@ -165,7 +168,9 @@ func (eb *broadcaster) check(logger klog.Logger, scheme *runtime.Scheme, object 
 	if len(annotations) > 0 {
 		if errs := apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")); len(errs) > 0 {
 			eb.drop(logger, slotInvalid, errs.ToAggregate(), "Invalid event annotations, will not report event",
-				func() []any { return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", reason} })
+				func() []any {
+					return []any{"object", klog.KRef(ref.Namespace, ref.Name), "reason", eventname.Truncate(reason, maxReasonLength)}
+				})
 			return nil, false
 		}
 		annotations = maps.Clone(annotations)

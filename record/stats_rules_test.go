@@ -98,3 +98,22 @@ func TestCorrelatorClockOptionIsKept(t *testing.T) {
 		t.Errorf("stats %+v: want both events created, the second after the correlator's clock refilled the bucket", s)
 	}
 }
+
+// A drop's log line carries the reason cut to 128 bytes, as every field
+// it logs: a caller's huge reason is not logged whole (after Shutdown, or
+// with invalid annotations).
+func TestDropLogCutsTheReason(t *testing.T) {
+	e := newEnv(t)
+	huge := strings.Repeat("r", 10000)
+	e.rec.AnnotatedEventf(pod("ns", "p"), map[string]string{"bad key!": "v"}, v1.EventTypeNormal, huge, "m")
+	e.flush()
+	e.eb.Shutdown()
+	e.rec.Event(pod("ns", "p"), v1.EventTypeNormal, huge, "after shutdown")
+	logs := e.logs()
+	if s := e.eb.Stats(); s.Dropped.Invalid != 1 || s.Dropped.AfterShutdown != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if strings.Contains(logs, strings.Repeat("r", 129)) || !strings.Contains(logs, strings.Repeat("r", 128)) {
+		t.Errorf("a drop's log line carries the reason longer than 128 bytes (or not at all):\n%.2000s", logs)
+	}
+}
