@@ -45,7 +45,12 @@ func TestFaults(t *testing.T) {
 		wantRetried int64
 		// wantInjected is how many requests the proxy failed or reset.
 		wantInjected int
-		check        func(t *testing.T, p *faultproxy.Proxy)
+		// minTook: delivery cannot end sooner after the fault (the
+		// Retry-After the failed writes were answered with).
+		minTook time.Duration
+		// wantCut: the fault must cut the adaptive write rate.
+		wantCut bool
+		check   func(t *testing.T, p *faultproxy.Proxy)
 	}{
 		{
 			name:        "latency 50ms",
@@ -85,6 +90,7 @@ func TestFaults(t *testing.T) {
 			flush:        flushTimeout,
 			wantRetried:  3,
 			wantInjected: 3,
+			minTook:      time.Second,
 		},
 		{
 			name:         "503 without Retry-After",
@@ -103,6 +109,7 @@ func TestFaults(t *testing.T) {
 			flush:        90 * time.Second,
 			wantRetried:  11,
 			wantInjected: 11,
+			wantCut:      true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +126,7 @@ func TestFaults(t *testing.T) {
 			waitEvents(t, cs, ns, metav1.ListOptions{}, countEvents(map[string]int32{"hot-0": 1}))
 			proxy.ResetCounters()
 
+			faulted := time.Now()
 			tc.fault(proxy)
 			want := map[string]int32{"hot-0": 1 + repeats}
 			for range repeats {
@@ -135,6 +143,14 @@ func TestFaults(t *testing.T) {
 			t.Logf("delivered in %v; stats %+v", time.Since(start).Round(time.Millisecond), s)
 			if total := int64(1 + repeats + distinct); s.Recorded != total || written(s) != total || s.Dropped.Total() != 0 || s.Abandoned != 0 {
 				t.Errorf("stats %+v: want all %d recorded events written, none dropped", s, total)
+			}
+			// Every write answered with Retry-After was tried again no
+			// sooner than it said: delivery cannot end before.
+			if took := time.Since(faulted); took < tc.minTook {
+				t.Errorf("delivered %v after the fault, sooner than the Retry-After %v of its failed writes", took.Round(time.Millisecond), tc.minTook)
+			}
+			if tc.wantCut && s.RateCuts == 0 {
+				t.Errorf("stats %+v: the 429s cut no write rate", s)
 			}
 			if s.Created != 1+distinct {
 				t.Errorf("stats %+v: want %d creates", s, 1+distinct)

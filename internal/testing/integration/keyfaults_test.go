@@ -58,12 +58,14 @@ const (
 	kfPrompt    = 2 * time.Second
 	kfMinPrompt = 98
 	// kfGrace bounds herald's Shutdown after the prompt check. A refused
-	// key is dropped after sink.DefaultMaxTries (12) tries; at the
-	// engine's backoff (sink.DefaultBaseDelay doubling to
-	// the default MaxDelay (2 s): 0.5 + 1 + 9·2 = 19.5 s at most between the
+	// key is dropped after sink.Options.MaxTries' default of 12 tries; at
+	// the engine's backoff (BaseDelay's default doubling to MaxDelay's
+	// default, 2 s): 0.5 + 1 + 9·2 = 19.5 s at most between the
 	// first and the twelfth try) the last refused event, first tried
 	// 2.5 s before the check, is dropped 17 s after it at the latest.
 	kfGrace = 25 * time.Second
+	// kfMaxTries is sink.Options.MaxTries's default.
+	kfMaxTries = 12
 	// The controller's client, as in the issue (and the fleet bench).
 	kfQPS   = 20
 	kfBurst = 30
@@ -382,6 +384,14 @@ func (sc kfScenario) run(t *testing.T) {
 	if got, want := written(final), int64(hGoodFinal+hBadStored); got != want {
 		t.Errorf("Stats count %d written (created %d, patched %d, coalesced %d); the server holds %d of herald's events",
 			got, final.Created, final.Patched, final.Coalesced, want)
+	}
+	// A refused key is given up only after its MaxTries (the default, 12)
+	// refusals in a row: each event dropped as retries_exhausted was
+	// refused that many times at least (more where the server's failure
+	// refunded a try, or for refused events the server stored later).
+	if got, want := hRefused.Load(), final.Dropped.RetriesExhausted*kfMaxTries; got < want {
+		t.Errorf("the server refused %d writes of herald's; %d events dropped as retries_exhausted need at least %d (%d tries each)",
+			got, final.Dropped.RetriesExhausted, want, kfMaxTries)
 	}
 	// Every refusal shows in Stats: the attempt was scheduled again
 	// (Retried) or its event dropped under its reason. (An attempt under

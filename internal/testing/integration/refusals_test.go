@@ -3,9 +3,11 @@ package integration
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -95,6 +97,34 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "count")); strings.TrimSpace(string(got)) != "2" {
 		t.Errorf("the plugin ran %q times, want 2 (the revoked token, then the fresh one)", got)
+	}
+
+	// Credentials that stay invalid: the event is dropped after two
+	// requests, the one more try at once and no other.
+	bad := rest.CopyConfig(env.Admin)
+	bad.BearerToken, bad.BearerTokenFile = "revoked-token", ""
+	var unauthorized atomic.Int64
+	bad.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && resp.StatusCode == http.StatusUnauthorized && strings.Contains(r.URL.Path, "/events") {
+				unauthorized.Add(1)
+			}
+			return resp, err
+		})
+	}
+	bs, err := sink.NewForConfig(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := newHarness(t, bs)
+	hb.rec.Event(podRef(ns, "third"), v1.EventTypeNormal, "Started", "third")
+	st = hb.flush(flushTimeout)
+	if st.Created != 0 || st.Dropped.Total() != 1 || st.Dropped.Rejected != 1 || st.Retried != 1 {
+		t.Errorf("stats %+v: with credentials that stay invalid, want the event dropped as rejected after one retry", st)
+	}
+	if got := unauthorized.Load(); got != 2 {
+		t.Errorf("%d requests answered 401, want 2 (the write and its one retry with refreshed credentials)", got)
 	}
 }
 

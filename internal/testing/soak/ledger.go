@@ -290,6 +290,14 @@ func statsProblems(inc *incarnation) []string {
 	if r := inc.recorded.Load(); st.Recorded != r {
 		out = append(out, fmt.Sprintf("%s: Stats.Recorded %d, the soak recorded %d: off by %d", inc.id, st.Recorded, r, st.Recorded-r))
 	}
+	// A key is given up (retries_exhausted) only after soakMaxTries
+	// failed requests in a row: some event must have failed that often.
+	inc.mu.Lock()
+	runs := inc.tryRuns
+	inc.mu.Unlock()
+	if st.Dropped.RetriesExhausted > 0 && runs == 0 {
+		out = append(out, fmt.Sprintf("%s: %d events dropped as retries_exhausted, but no event's requests failed %d times in a row", inc.id, st.Dropped.RetriesExhausted, soakMaxTries))
+	}
 	var acked int64
 	for _, w := range inc.events {
 		acked += int64(w.acked)

@@ -68,7 +68,7 @@ func TestStatsProblems(t *testing.T) {
 	settled := func() *incarnation {
 		inc := &incarnation{id: "s0.0", done: true, events: map[string]*written{
 			"ns/a": {acked: 3}, "ns/b": {acked: 1},
-		}}
+		}, tryRuns: 1}
 		inc.recorded.Store(6)
 		inc.final = record.Stats{Recorded: 6, Broadcast: 6, Offered: 6, Filtered: 1,
 			Stats: sink.Stats{Created: 2, Patched: 1, Coalesced: 1, Dropped: sink.Drops{RetriesExhausted: 1}}}
@@ -88,6 +88,7 @@ func TestStatsProblems(t *testing.T) {
 		{"acknowledged more than written, dropped and filtered", func(inc *incarnation) { inc.events["ns/a"].acked = 6 }, "1 too many"},
 		{"still pending", func(inc *incarnation) { inc.final.Pending = 1; inc.final.Dropped.RetriesExhausted = 0 }, "pending 1"},
 		{"not shut down", func(inc *incarnation) { inc.done = false }, "never shut down"},
+		{"given up with no run of failures", func(inc *incarnation) { inc.tryRuns = 0 }, "no event's requests failed 12 times in a row"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inc := settled()

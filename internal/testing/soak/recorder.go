@@ -109,12 +109,23 @@ type incarnation struct {
 	// refusals: the first message of each reason of the server's (or
 	// the proxy's) refusals, for the report.
 	refusals map[string]string
+	// failRun: by namespace/name, the requests of that event that failed
+	// since its last success; tryRuns counts how many times one of them
+	// reached a multiple of soakMaxTries, the most keys the engine may have
+	// given up (an event is dropped as retries_exhausted only after that
+	// many failures in a row of its key).
+	failRun map[string]int
+	tryRuns int64
 	// anomalies are what the bookkeeping saw that must never happen.
 	anomalies []string
 	// lastErr is the class of the last error a request met (see
 	// errClass), for the progress line.
 	lastErr string
 }
+
+// soakMaxTries is sink.Options.MaxTries's default, which the soak's
+// engines run with.
+const soakMaxTries = 12
 
 // errClass names the kind of err for the progress line: the status code
 // (with "injected" when the fault proxy answered, "webhook" when the
@@ -158,6 +169,19 @@ func (inc *incarnation) entry(ns, name string) *written {
 
 // sent is told of every request the engine made.
 func (inc *incarnation) sent(ns, name string, count int32, err error) {
+	if name != "" {
+		inc.mu.Lock()
+		if inc.failRun == nil {
+			inc.failRun = map[string]int{}
+		}
+		k := ns + "/" + name
+		if err == nil {
+			delete(inc.failRun, k)
+		} else if inc.failRun[k]++; inc.failRun[k]%soakMaxTries == 0 {
+			inc.tryRuns++
+		}
+		inc.mu.Unlock()
+	}
 	if err != nil {
 		class := errClass(err)
 		inc.mu.Lock()
