@@ -3,6 +3,7 @@ package record_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,17 +93,24 @@ func TestNewEventSourceObjectSpamFilterArguments(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC))
 	f := record.NewEventSourceObjectSpamFilter(1, 2, 1, clk, nil)
 	ev := wrapperEvent(clk.Now(), "R", "m")
-	if f.Filter(ev) || f.Filter(ev) || !f.Filter(ev) {
-		t.Fatal("a burst of 2: the first two pass and the third is filtered")
+	// filtered returns what Filter says of ev, n times in a row.
+	filtered := func(n int) (out []bool) {
+		for range n {
+			out = append(out, f.Filter(ev))
+		}
+		return out
+	}
+	if got := filtered(3); !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("a burst of 2: filtered %v, want the first two passed and the third filtered", got)
 	}
 	clk.SetTime(clk.Now().Add(time.Second))
-	if f.Filter(ev) || !f.Filter(ev) {
-		t.Fatal("a refill of 1/s: one more passes after a second")
+	if got := filtered(2); !slices.Equal(got, []bool{false, true}) {
+		t.Fatalf("a refill of 1/s: filtered %v a second later, want one more passed", got)
 	}
 	if f.Filter(wrapperEvent(clk.Now(), "Other", "m")) {
 		t.Fatal("another key's first event is filtered")
 	}
-	if f.Filter(ev) || f.Filter(ev) || !f.Filter(ev) {
-		t.Fatal("a cache of one key: the first key, evicted by the other, starts with a full burst again")
+	if got := filtered(3); !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("a cache of one key: filtered %v; the first key, evicted by the other, starts with a full burst again", got)
 	}
 }
