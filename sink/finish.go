@@ -19,9 +19,10 @@ func (s *sched) finish(t *task, r result, now time.Time) verdict {
 	switch r.out {
 	case outWritten, outDropped:
 		if r.unsent {
-			// Dropped before any request (one that cannot be built): no
-			// evidence of the server either way, and the token and the
-			// probe's turn go to the next write.
+			// Dropped before any request (one that cannot be built), or
+			// written with none (its state stored already): no evidence
+			// of the server either way, and the token and the probe's
+			// turn go to the next write.
 			s.pace.refund()
 			if t.probe {
 				s.health.probing = false

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
+
+	"github.com/heraldk8s/herald/internal/hook"
 )
 
 func (e *Engine) worker() {
@@ -43,6 +45,15 @@ func (e *Engine) run(t *task) {
 				"event", klog.KObj(t.it.ev), "err", err)
 			refreshed = true
 			out, err = e.write(ctx, t.it)
+		}
+		var bad *errBadRequest
+		switch {
+		case errors.As(err, &bad):
+			sent = false // refused by the sink before any request (checkNamespace)
+		case errors.Is(err, hook.ErrNotSent):
+			// The sink stands for a state stored already: written, but
+			// no request went.
+			out, err, sent = t.it.ev, nil, false
 		}
 	}
 	var (

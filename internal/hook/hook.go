@@ -15,6 +15,7 @@
 package hook
 
 import (
+	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -106,3 +107,8 @@ var (
 	// record.NewBroadcaster; ok is false for any other value.
 	CoreOf func(b any) (c Core, ok bool)
 )
+
+// ErrNotSent is returned by a sink that wraps the broadcaster's for a write
+// whose state is stored already: the engine counts it written, but as no
+// request (no evidence of the server).
+var ErrNotSent = errors.New("herald: state stored already, no request sent")
