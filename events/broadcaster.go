@@ -28,10 +28,11 @@ type broadcaster struct {
 	sink   record.EventSink // nil: NewBroadcaster was given no sink
 	logger klog.Logger
 
-	// mu guards rec and next, and is taken before hold.mu.
-	mu   sync.Mutex
-	rec  *session // the sink's pipeline while it records or stops; nil: none
-	next *session // a start waiting for rec to stop (see start)
+	// mu guards rec, next and closed, and is taken before hold.mu.
+	mu     sync.Mutex
+	rec    *session // the sink's pipeline while it records or stops; nil: none
+	next   *session // a start waiting for rec to stop (see start)
+	closed bool     // the shutdown has begun (close ran): no start is accepted
 
 	hold hold // the recorders' events while recording restarts
 }
@@ -186,6 +187,7 @@ func (b *broadcaster) ShutdownWithContext(ctx context.Context) error {
 func (b *broadcaster) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
 	if b.rec != nil && b.rec.stopAfter != nil {
 		b.rec.stopAfter()
 		b.rec.stopAfter = nil

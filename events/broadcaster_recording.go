@@ -191,7 +191,9 @@ func (b *broadcaster) start(ctx context.Context, stopCh <-chan struct{}) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.core.Stopping():
+	case b.closed, b.core.Stopping():
+		// closed: the shutdown has begun, and a start now could hold
+		// events no sink ever takes.
 		return errStopped
 	case ctx.Err() != nil:
 		return ctx.Err()

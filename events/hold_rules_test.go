@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,5 +34,20 @@ func TestHoldKeepsAtMostTheQueueLength(t *testing.T) {
 	b.mu.Unlock()
 	if got := b.Stats().Broadcast; got != queue {
 		t.Errorf("%d events broadcast once the hold ended, want %d", got, queue)
+	}
+}
+
+// Once the shutdown has begun (close ran, before record refuses new
+// events), no start of recording is accepted: a start then could hold the
+// recorders' events for a session no sink ever takes.
+func TestNoStartOnceTheShutdownBegan(t *testing.T) {
+	b := newBroadcaster(newCountSink(), newOptions(nil))
+	defer b.Shutdown()
+	b.close()
+	if err := b.start(context.Background(), nil); err != errStopped {
+		t.Fatalf("start after close = %v, want %v", err, errStopped)
+	}
+	if b.hold.on.Load() {
+		t.Fatal("events held after a refused start")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	cgevents "k8s.io/client-go/tools/events"
 
+	"github.com/heraldk8s/herald/internal/hook"
 	"github.com/heraldk8s/herald/record"
 	"github.com/heraldk8s/herald/sink"
 )
@@ -206,61 +207,107 @@ func fromEventsV1(e *eventsv1.Event) *v1.Event {
 
 // seriesOrder is the broadcaster's sink as its sessions' engines see it: the
 // writes of one event are serialised across the engines, and a series count
-// not above the one already stored is not sent. Each recording session has
-// an engine of its own, and a retiring one may still write a count of a
-// series the next session already wrote further (the series are the
-// broadcaster's); sent, that count would overwrite the higher one.
+// not above the one already stored (or below one sent whose answer was
+// lost) is not sent: the engine counts it written, with no request
+// (hook.ErrNotSent). Each recording session has an engine of its own, and a
+// retiring one may still write a count of a series the next session already
+// wrote further (the series are the broadcaster's); sent, that count would
+// overwrite the higher one. It remembers the last defaultCacheSize events
+// written (and any whose lock is in use): a retiring sink's count of an
+// event that more than that many others were written after is sent.
 type seriesOrder struct {
 	s record.EventSink
 
-	mu    sync.Mutex
-	names *lru.Cache // event name -> *seriesStored
+	mu     sync.Mutex
+	names  *lru.Cache               // event name -> *seriesStored
+	pinned map[string]*seriesStored // evicted while a write held or awaited them
 }
 
 type seriesStored struct {
 	lock  chan struct{} // one slot: held during a write of the event
 	count int32         // the highest series count stored; guarded by lock
+	// tried is the highest count sent whose answer was lost (it may be
+	// stored); guarded by lock.
+	tried int32
+	users int // writes holding or waiting for lock; guarded by o.mu
 }
 
 func newSeriesOrder(s record.EventSink) *seriesOrder {
-	return &seriesOrder{s: s, names: lru.New(defaultCacheSize)}
+	o := &seriesOrder{s: s, names: lru.New(defaultCacheSize), pinned: map[string]*seriesStored{}}
+	o.names.OnEvicted = func(k lru.Key, v any) {
+		if st := v.(*seriesStored); st.users > 0 {
+			o.pinned[k.(string)] = st // its lock is in use: keep it until released
+		}
+	}
+	return o
 }
 
 var _ sink.ContextEventSink = (*seriesOrder)(nil)
 
-func (o *seriesOrder) state(name string) *seriesStored {
+func (o *seriesOrder) acquire(name string) *seriesStored {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if v, ok := o.names.Get(name); ok {
-		return v.(*seriesStored)
+	st := o.pinned[name]
+	if st == nil {
+		if v, ok := o.names.Get(name); ok {
+			st = v.(*seriesStored)
+		} else {
+			st = &seriesStored{lock: make(chan struct{}, 1)}
+			o.names.Add(name, st)
+		}
 	}
-	st := &seriesStored{lock: make(chan struct{}, 1)}
-	o.names.Add(name, st)
+	st.users++
 	return st
 }
 
+func (o *seriesOrder) release(name string, st *seriesStored) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if st.users--; st.users == 0 && o.pinned[name] == st {
+		delete(o.pinned, name)
+	}
+}
+
 // write runs w for ev under its name's lock (waiting for it at most until
-// ctx ends), unless ev's series count is not above the stored one: then ev
-// stands for the stored state.
+// ctx ends), unless ev's series count is not above the stored one, or below
+// one sent whose answer was lost: then ev stands for the stored state.
 func (o *seriesOrder) write(ctx context.Context, ev *v1.Event, w func() (*v1.Event, error)) (*v1.Event, error) {
 	if ev.Series == nil || ev.Name == "" {
 		return w()
 	}
-	st := o.state(ev.Name)
+	st := o.acquire(ev.Name)
+	defer o.release(ev.Name, st)
 	select {
 	case st.lock <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	defer func() { <-st.lock }()
-	if ev.Series.Count <= st.count {
-		return ev, nil
+	if ev.Series.Count <= st.count || ev.Series.Count < st.tried {
+		return nil, hook.ErrNotSent
 	}
 	out, err := w()
-	if err == nil {
+	switch {
+	case err == nil:
 		st.count = ev.Series.Count
+		if st.tried <= st.count {
+			st.tried = 0
+		}
+	case mayBeStored(err):
+		st.tried = max(st.tried, ev.Series.Count)
 	}
 	return out, err
+}
+
+// mayBeStored reports whether a write that failed with err may still have
+// been stored: no answer, or a 5xx (a 4xx, a 429 included, was refused
+// before anything was stored).
+func mayBeStored(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return status.Status().Code >= 500
 }
 
 func (o *seriesOrder) Create(ev *v1.Event) (*v1.Event, error) {
