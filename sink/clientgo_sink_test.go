@@ -43,13 +43,18 @@ func (s *eventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // it with a clientset for it.
 func startEventServer(t *testing.T) (*eventServer, *kubernetes.Clientset) {
 	srv := &eventServer{}
-	ts := httptest.NewServer(srv)
+	return srv, serve(t, srv)
+}
+
+// serve serves h until the test ends and returns a clientset for it.
+func serve(t *testing.T, h http.Handler) *kubernetes.Clientset {
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, cs
+	return cs
 }
 
 // TestClientGoSinkPatchedWithoutItsRetries: an engine given client-go's own

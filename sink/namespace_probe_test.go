@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -24,17 +21,12 @@ import (
 // server. As the probe of an outage it must not bring the server back.
 func TestNamespaceRefusalProbeDoesNotEndAnOutage(t *testing.T) {
 	var calls atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cs := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`)
 	}))
-	defer ts.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := &sink.EventSinkImpl{Interface: cs.CoreV1().Events("ns")}
 	clk := clocktesting.NewFakeClock(t0)
 	_, ctx := ktesting.NewTestContext(t)
